@@ -5,9 +5,14 @@ import smem_ops  # noqa: F401  (registers torch.ops.smem.*)
 
 HAS_CUDA = torch.cuda.is_available() and smem_ops.cuda_compiled()
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="needs CUDA"))]
+# Every CUDA test carries the `cuda` mark: the GPU job selects them with `-m cuda`.
+_skip_without_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device and a CUDA build")
 
-requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device and a CUDA build")
+DEVICES = ["cpu", pytest.param("cuda", marks=[_skip_without_cuda, pytest.mark.cuda])]
+
+
+def requires_cuda(test):
+    return pytest.mark.cuda(_skip_without_cuda(test))
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,8 @@ import torch
 import smem_ops
 from conftest import HAS_CUDA, requires_cuda
 
+pytestmark = pytest.mark.cuda
+
 
 def test_introspection():
     assert isinstance(smem_ops.cuda_compiled(), bool)

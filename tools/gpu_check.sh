@@ -18,11 +18,11 @@ export CC=${SMEM_CC:-gcc} CXX=${SMEM_CXX:-g++}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test bench)
 status=0
-# GPU tests: every test parametrized on cuda, plus the CUDA-only module
-GPU_TESTS=(tests -k "cuda")
+# GPU tests: every test marked `cuda` (the cuda device parameter and requires_cuda set it)
+GPU_TESTS=(tests -m cuda)
 # sanitizer runs skip the >2^31-element tests (minutes under instrumentation)
 SAN_TESTS=(tests/test_reduce.py tests/test_transpose.py tests/test_histc.py tests/test_cuda.py
-           -k "cuda and not over_2_31")
+           -m cuda -k "not over_2_31")
 
 for step in "${steps[@]}"; do
   t0=$(date +%s)
@@ -49,7 +49,7 @@ for step in "${steps[@]}"; do
         tool=$1; cache=$2; sel=${3:+and $3 ${4:-}}
         env $([ "$cache" = nocache ] && echo PYTORCH_NO_CUDA_MEMORY_CACHING=1) \
           compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-          python3 -m pytest -q -x "${SAN_TESTS[@]:0:4}" -k "cuda and not over_2_31 $sel" \
+          python3 -m pytest -q -x "${SAN_TESTS[@]:0:4}" -m cuda -k "not over_2_31 $sel" \
           >"$OUT/sanitizer_${tool}_$cache.log" 2>&1
         rc=$?
         echo "compute-sanitizer $tool ($cache, ${sel:-all}): exit $rc"
