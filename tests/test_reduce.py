@@ -198,3 +198,33 @@ def test_cuda_over_2_31_elements():
     assert smem_ops.sum(rows, 1).tolist() == [rows.shape[1]] * 2
     del x, rows
     torch.cuda.empty_cache()
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", ["atomic", "global_tree", "static_smem", "dynamic_smem",
+                                     "warp_shuffle", "final"])
+@pytest.mark.parametrize("n", [1, 511, 513, 262_145, 3_000_017])
+def test_ladder_variants(variant, n):
+    assert variant in smem_ops.variants("reduce")
+    x = torch.rand(n + 3, device="cuda")[3:]  # offset: the final rung's unaligned head
+    out = torch.ops.smem._sum_variant(x, variant)
+    assert out.shape == () and out.dtype == torch.float32
+    exact = x.double().sum().item()
+    # the seeds' rungs sum plainly in float: each pass of a tree adds ~eps of relative error,
+    # a running float sum up to count * eps
+    per_thread = n // (132 * 8 * 256) + 1 if variant in ("dynamic_smem", "warp_shuffle") else 1
+    bound = 1e-7 * (math.log2(n + 1) + per_thread + (n if variant == "atomic" else 0)) * 2
+    assert abs(out.item() - exact) <= bound * exact + 1e-6, (out.item(), exact)
+    if variant == "final":
+        assert torch.equal(out, smem_ops.sum(x))
+    if variant != "atomic":  # the seeds' atomics add in arrival order
+        assert torch.equal(torch.ops.smem._sum_variant(x, variant), out)
+
+
+@requires_cuda
+def test_ladder_errors():
+    with pytest.raises(ValueError, match="unknown variant"):
+        torch.ops.smem._sum_variant(torch.ones(4, device="cuda"), "fastest")
+    with pytest.raises(TypeError, match="float32"):
+        torch.ops.smem._sum_variant(torch.ones(4, device="cuda", dtype=torch.float64), "atomic")
+    assert torch.ops.smem._sum_variant(torch.ones(0, device="cuda"), "static_smem").item() == 0

@@ -23,6 +23,7 @@ struct DeviceInfo {
   int max_smem_per_block = 0;        // without opt-in (48 KiB)
   int max_smem_per_block_optin = 0;  // after cudaFuncSetAttribute
   int max_smem_per_sm = 0;
+  int l2_bytes = 0;
 };
 
 // Read once per device; safe to call while a CUDA graph is being captured.
@@ -69,6 +70,48 @@ __device__ inline T load_from_l2(const T* p) {
   T out;
   memcpy(&out, words, sizeof(T));
   return out;
+}
+
+// A load of data that is read exactly once (ld.global.cs: evict-first in L1 and L2). A stream
+// of input then recycles its own cache lines instead of pushing out others' - in particular
+// dirty lines, whose write-back would take DRAM bandwidth from the reads.
+template <typename T>
+__device__ inline T load_streaming(const T* p) {
+  static_assert(std::is_trivially_copyable_v<T>, "load_streaming moves raw bits");
+  T out;
+  if constexpr (sizeof(T) == 16) {
+    const uint4 w = __ldcs(reinterpret_cast<const uint4*>(p));
+    memcpy(&out, &w, 16);
+  } else if constexpr (sizeof(T) == 8) {
+    const uint2 w = __ldcs(reinterpret_cast<const uint2*>(p));
+    memcpy(&out, &w, 8);
+  } else if constexpr (sizeof(T) == 4) {
+    const unsigned w = __ldcs(reinterpret_cast<const unsigned*>(p));
+    memcpy(&out, &w, 4);
+  } else if constexpr (sizeof(T) == 2) {
+    const unsigned short w = __ldcs(reinterpret_cast<const unsigned short*>(p));
+    memcpy(&out, &w, 2);
+  } else {
+    static_assert(sizeof(T) == 1, "load_streaming takes 1, 2, 4, 8 or 16 bytes");
+    const unsigned char w = __ldcs(reinterpret_cast<const unsigned char*>(p));
+    memcpy(&out, &w, 1);
+  }
+  return out;
+}
+
+// A load of data read once, evict-first where `streaming` (the same for the whole launch).
+template <typename T>
+__device__ inline T load_once(const T* p, bool streaming) {
+  return streaming ? load_streaming(p) : *p;
+}
+
+// Whether a kernel that reads `bytes` once should stream them (load_once). Measured on the
+// H100 (50 MB of L2, left full of dirty lines by the benchmark's flush): inputs of 64-128 MB
+// run up to 12% faster (sum fp32 16M: 39.7 -> 34.8 us), as the dirty lines are not written
+// back under the reads; 1 GB inputs run 3% slower (sum fp32 256M: 97.5% -> 94.5% of the copy
+// ceiling), and so does histc at 2^28. So: only inputs of a few L2 sizes.
+inline bool stream_once(int64_t bytes) {
+  return bytes <= 4 * static_cast<int64_t>(current_device_info().l2_bytes);
 }
 
 // ---------------------------------------------------------------- accumulation

@@ -25,6 +25,7 @@ const DeviceInfo& device_info(int device) {
                                           cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_sm,
                                           cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, device));
   });
   return infos[device];
 }

@@ -45,7 +45,8 @@ __device__ inline A vector_sum(const VecT& a, const VecT& b) {
 // Sum of map(a[i], b[i]) over the i in [0, n) that belong to thread `t` of `nthreads`
 // cooperating threads. 16-byte loads for the aligned body, scalar loads for head and tail.
 template <ReduceMap M, typename T, typename A = acc_t<T>>
-__device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_t nthreads) {
+__device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_t nthreads,
+                           bool streaming) {
   constexpr int V = vec_width<T>();
   using VecT = Vec<T, V>;
   Accumulator<A> acc;
@@ -66,8 +67,8 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
     VecT va[kLoadsInFlight], vb[kLoadsInFlight];
 #pragma unroll
     for (int u = 0; u < kLoadsInFlight; ++u) {
-      va[u] = av[i + u * nthreads];
-      if constexpr (M == ReduceMap::kProduct) vb[u] = bv[i + u * nthreads];
+      va[u] = load_once(&av[i + u * nthreads], streaming);
+      if constexpr (M == ReduceMap::kProduct) vb[u] = load_once(&bv[i + u * nthreads], streaming);
     }
 #pragma unroll
     for (int u = 0; u < kLoadsInFlight; ++u) {
@@ -76,8 +77,8 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
     }
   }
   for (; i < nvec; i += nthreads) {
-    const VecT va = av[i];
-    acc.add(vector_sum<M, A>(va, M == ReduceMap::kProduct ? bv[i] : va));
+    const VecT va = load_once(&av[i], streaming);
+    acc.add(vector_sum<M, A>(va, M == ReduceMap::kProduct ? load_once(&bv[i], streaming) : va));
   }
   for (int64_t j = head + nvec * V + t; j < n; j += nthreads) acc.add(map_element<M, A>(a[j], b[j]));
   return acc.value();
@@ -88,20 +89,20 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
 template <ReduceMap M, int kGroup, typename T, typename O>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
-                   int64_t rows, int64_t n, int splits) {
+                   int64_t rows, int64_t n, int splits, bool streaming) {
   using A = acc_t<T>;
   if constexpr (kGroup == kWarpSize) {
     const int lane = threadIdx.x % kWarpSize;
     for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerWarpBlock + threadIdx.x / kWarpSize;
          row < rows; row += static_cast<int64_t>(gridDim.x) * kRowsPerWarpBlock) {
-      const A v = warp_sum(thread_partial<M>(a + row * n, b + row * n, n, lane, kWarpSize));
+      const A v = warp_sum(thread_partial<M>(a + row * n, b + row * n, n, lane, kWarpSize, streaming));
       if (lane == 0) out[row] = static_cast<O>(v);
     }
   } else {
     for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
       const int64_t t = static_cast<int64_t>(blockIdx.x) * kGroup + threadIdx.x;
       A v = block_sum<kGroup>(thread_partial<M>(a + row * n, b + row * n, n, t,
-                                                static_cast<int64_t>(splits) * kGroup));
+                                                static_cast<int64_t>(splits) * kGroup, streaming));
       if (splits == 1) {
         if (threadIdx.x == 0) out[row] = static_cast<O>(v);
         continue;
@@ -124,7 +125,7 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
 template <ReduceMap M, typename T, typename O>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
-                   int64_t outer, int64_t R, int64_t inner, int splits) {
+                   int64_t outer, int64_t R, int64_t inner, int splits, bool streaming) {
   using A = acc_t<T>;
   // +1 column of padding: the final pass reads down a column, which would otherwise hit one
   // bank kColSlices times.
@@ -154,8 +155,8 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
         T va[kLoadsInFlight], vb[kLoadsInFlight];
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; ++u) {
-          va[u] = a[base + (r + u * row_step) * inner];
-          vb[u] = b[base + (r + u * row_step) * inner];
+          va[u] = load_once(&a[base + (r + u * row_step) * inner], streaming);
+          vb[u] = load_once(&b[base + (r + u * row_step) * inner], streaming);
         }
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; ++u) acc.add(map_element<M, A>(va[u], vb[u]));
@@ -197,10 +198,11 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto acc_dtype = c10::CppTypeToScalarType<A>::value;
   at::Tensor partial, done;
+  const bool streaming = stream_once(outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2));
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     const unsigned grid = grid_for(outer, kRowsPerWarpBlock);
     reduce_rows_kernel<M, kWarpSize><<<grid, kBlockThreads, 0, stream>>>(
-        a, b, out, nullptr, nullptr, outer, R, 1);
+        a, b, out, nullptr, nullptr, outer, R, 1, streaming);
   } else if (inner == 1) {
     const int splits = choose_splits(outer, R, int64_t(kBlockThreads) * vec_width<T>() * 4);
     if (splits > 1) {
@@ -211,7 +213,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     reduce_rows_kernel<M, kBlockThreads><<<grid, kBlockThreads, 0, stream>>>(
         a, b, out, splits > 1 ? partial.mutable_data_ptr<A>() : nullptr,
         splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
-        outer, R, splits);
+        outer, R, splits, streaming);
   } else {
     const int64_t tiles = outer * ceil_div(inner, kColTile);
     const int splits = choose_splits(tiles, R, kColSlices * 16);
@@ -223,7 +225,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     reduce_cols_kernel<M><<<grid, dim3(kColTile, kColSlices), 0, stream>>>(
         a, b, out, splits > 1 ? partial.mutable_data_ptr<A>() : nullptr,
         splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
-        outer, R, inner, splits);
+        outer, R, inner, splits, streaming);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -267,14 +269,149 @@ at::Tensor dot_cuda(const at::Tensor& self, const at::Tensor& other) {
   });
 }
 
+// ---------------------------------------------------------------- the ladder
+//
+// The seeds' steps to the final kernel, as float32 full sums for the benchmark (time and
+// relative error on the same input). Each sums plainly in float, as the seeds did.
+//   atomic        seed 000: one float atomicAdd per element on the result; the order is the
+//                 order of arrival, so not even reproducible.
+//   global_tree   seed 003: each block halves its 512 elements in place in global memory (a
+//                 workspace: the input is not ours to overwrite), a __syncthreads per level;
+//                 block results go round again until one is left.
+//   static_smem   the same tree in a static __shared__ array.
+//   dynamic_smem  a fixed grid; each thread first sums a grid-stride share, then the tree in
+//                 dynamic shared memory; a second one-block launch sums the block results.
+//   warp_shuffle  as dynamic_smem, with the in-block tree done by warp shuffles (block_sum).
+//   final         the library kernel: 16-byte loads, compensated sums, one launch.
+enum class Rung { kAtomic, kGlobalTree, kStaticSmem, kDynamicSmem, kWarpShuffle, kFinal };
+constexpr const char* kRungNames[] = {"atomic",       "global_tree",  "static_smem",
+                                      "dynamic_smem", "warp_shuffle", "final"};
+constexpr int kLadderThreads = 256;
+
+__device__ inline int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+__global__ void ladder_atomic_kernel(const float* x, int64_t n, float* out) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) atomicAdd(out, x[i]);
+}
+
+// The two elements thread t of a 512-element chunk starts from (zero past the end).
+__device__ inline float chunk_pair(const float* x, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * 2 * kLadderThreads + threadIdx.x;
+  return (i < n ? x[i] : 0.f) + (i + kLadderThreads < n ? x[i + kLadderThreads] : 0.f);
+}
+
+// Sequential-addressing tree over kLadderThreads values in `s` (shared or global memory);
+// the result lands in s[0]. __syncthreads also orders the block's global-memory writes.
+__device__ inline void tree_in_place(float* s) {
+  __syncthreads();
+  for (int stride = kLadderThreads / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kLadderThreads)
+ladder_global_tree_kernel(const float* x, int64_t n, float* work, float* partial) {
+  float* mine = work + static_cast<int64_t>(blockIdx.x) * kLadderThreads;
+  mine[threadIdx.x] = chunk_pair(x, n);
+  tree_in_place(mine);
+  if (threadIdx.x == 0) partial[blockIdx.x] = mine[0];
+}
+
+__global__ void __launch_bounds__(kLadderThreads)
+ladder_static_smem_kernel(const float* x, int64_t n, float* partial) {
+  __shared__ float s[kLadderThreads];
+  s[threadIdx.x] = chunk_pair(x, n);
+  tree_in_place(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
+template <bool kShuffle>
+__global__ void __launch_bounds__(kLadderThreads)
+ladder_grid_stride_kernel(const float* x, int64_t n, float* partial) {
+  float v = 0.f;
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) v += x[i];
+  if constexpr (kShuffle) {
+    v = block_sum<kLadderThreads>(v);
+    if (threadIdx.x == 0) partial[blockIdx.x] = v;
+  } else {
+    extern __shared__ float s[];  // kLadderThreads floats, sized at launch
+    s[threadIdx.x] = v;
+    tree_in_place(s);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+  }
+}
+
+at::Tensor ladder_sum(const at::Tensor& self, Rung rung) {
+  TORCH_CHECK_TYPE(self.scalar_type() == at::kFloat,
+                   "smem._sum_variant: the ladder sums float32, but got ", dtype_name(self.scalar_type()));
+  const c10::cuda::CUDAGuard guard(self.device());
+  const at::Tensor x = self.contiguous();
+  const int64_t n = x.numel();
+  at::Tensor out = at::zeros({}, x.options());
+  if (n == 0) return out;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const float* src = x.const_data_ptr<float>();
+  float* result = out.mutable_data_ptr<float>();
+  switch (rung) {
+    case Rung::kAtomic:
+      ladder_atomic_kernel<<<grid_for(n, kLadderThreads), kLadderThreads, 0, stream>>>(src, n, result);
+      break;
+    case Rung::kGlobalTree:
+    case Rung::kStaticSmem: {
+      // One pass per 512x shrink; each pass's block results are the next pass's input.
+      at::Tensor level;
+      for (int64_t m = n;;) {
+        const int64_t blocks = ceil_div(m, 2 * kLadderThreads);
+        at::Tensor next = blocks == 1 ? out : at::empty({blocks}, x.options());
+        float* dst = next.mutable_data_ptr<float>();
+        if (rung == Rung::kGlobalTree) {
+          at::Tensor work = at::empty({blocks * kLadderThreads}, x.options());
+          ladder_global_tree_kernel<<<blocks, kLadderThreads, 0, stream>>>(
+              src, m, work.mutable_data_ptr<float>(), dst);
+        } else {
+          ladder_static_smem_kernel<<<blocks, kLadderThreads, 0, stream>>>(src, m, dst);
+        }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        if (blocks == 1) break;
+        level = next;  // keeps the partials alive (stream-ordered) for the next pass
+        src = dst;
+        m = blocks;
+      }
+      break;
+    }
+    case Rung::kDynamicSmem:
+    case Rung::kWarpShuffle: {
+      const unsigned grid = grid_for(n, kLadderThreads);
+      at::Tensor partial = at::empty({grid}, x.options());
+      auto* kernel = rung == Rung::kWarpShuffle ? ladder_grid_stride_kernel<true>
+                                                : ladder_grid_stride_kernel<false>;
+      const size_t smem = rung == Rung::kWarpShuffle ? 0 : kLadderThreads * sizeof(float);
+      kernel<<<grid, kLadderThreads, smem, stream>>>(src, n, partial.mutable_data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      kernel<<<1, kLadderThreads, smem, stream>>>(partial.const_data_ptr<float>(), grid, result);
+      break;
+    }
+    case Rung::kFinal:
+      return sum_cuda(x, std::nullopt, false, std::nullopt);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+
 at::Tensor sum_variant_cuda(const at::Tensor& self, c10::string_view variant) {
-  TORCH_CHECK_VALUE(variant == "final", "smem._sum_variant: unknown variant '", variant, "'");
-  return sum_cuda(self, std::nullopt, false, std::nullopt);
+  for (int r = 0; r < static_cast<int>(std::size(kRungNames)); ++r)
+    if (variant == kRungNames[r]) return ladder_sum(self, static_cast<Rung>(r));
+  TORCH_CHECK_VALUE(false, "smem._sum_variant: unknown variant '", variant,
+                    "' (expected one of smem_ops.variants('reduce'))");
 }
 
 }  // namespace
 
-std::vector<std::string> reduce_variants() { return {"final"}; }
+std::vector<std::string> reduce_variants() { return {std::begin(kRungNames), std::end(kRungNames)}; }
 
 }  // namespace smem::cuda
 
