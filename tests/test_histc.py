@@ -7,17 +7,22 @@ import smem_ops
 from conftest import DEVICES, make_tensor, requires_cuda
 
 
-def reference_counts(x, bins, lo, hi):
-    """float64 reference using the same bin formula as torch (and smem)."""
-    v = x.double().flatten()
+def reference_counts(x, bins, lo, hi, math=None):
+    """Exact counts with torch's bin formula, (v - lo) * bins / (hi - lo) truncated, evaluated
+    in torch's arithmetic type (float32 for fp16/bf16/fp32 input, float64 otherwise, so edge
+    values land where torch puts them), or in `math`."""
+    if math is None:
+        math = torch.float32 if x.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.float64
+    v = x.flatten().to(math)
     if lo == hi:
         finite = v[torch.isfinite(v)]
         lo, hi = (finite.min().item(), finite.max().item()) if finite.numel() else (0.0, 0.0)
         if lo == hi:
             lo, hi = lo - 1, hi + 1
-    keep = (v >= lo) & (v <= hi)
-    b = ((v[keep] - lo) * bins / (hi - lo)).long().clamp_(max=bins - 1)
-    return torch.bincount(b, minlength=bins)
+    lo_t, hi_t = (torch.tensor(b, dtype=math, device=v.device) for b in (lo, hi))
+    keep = (v >= lo_t) & (v <= hi_t)
+    scaled = (v[keep] - lo_t) * torch.tensor(bins, dtype=math, device=v.device) / (hi_t - lo_t)
+    return torch.bincount(scaled.long().clamp_(max=bins - 1), minlength=bins)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -39,6 +44,10 @@ def test_half_types_against_float64(device, dtype, bins):
     x = make_tensor((100_003,), dtype, device)
     out = smem_ops.histc(x, bins, -4, 4, dtype=torch.int64)
     assert torch.equal(out.cpu(), reference_counts(x.cpu(), bins, -4.0, 4.0))
+    # binning in float32 (as torch does for fp32) moves a value off its float64 bin only at
+    # a bin edge: at most a handful of the 100003 values
+    wide = reference_counts(x.cpu().double(), bins, -4.0, 4.0)
+    assert (out.cpu() - wide).abs().sum().item() <= 10
     default = smem_ops.histc(x, bins, -4, 4)
     assert default.dtype == dtype
 
@@ -140,16 +149,23 @@ def test_cuda_over_2_31_elements():
     x[-7:] = 200
     out = smem_ops.histc(x, 2, 0, 255)
     assert out.tolist() == [n - 7, 7]
+    # bins beyond one block: the cluster path (on sm_90) with 32-bit counters per cluster
+    wide = smem_ops.histc(x, 1 << 17, 0, 255)
+    assert wide[0].item() == n - 7 and wide[200 * (1 << 17) // 255].item() == 7
+    assert wide.sum().item() == n
     del x
     torch.cuda.empty_cache()
 
 
 @requires_cuda
-@pytest.mark.parametrize("variant", ["global_atomics", "shared", "shared_per_warp", "final"])
+@pytest.mark.parametrize("variant", ["global_atomics", "shared", "shared_per_warp", "cluster",
+                                     "final"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int32],
                          ids=str)
 def test_ladder_variants_exact(variant, dtype):
     assert variant in smem_ops.variants("histogram")
+    if variant == "cluster" and not smem_ops.cluster_supported(0):
+        pytest.skip("needs thread-block clusters (sm_90)")
     n = 200_003
     data = {
         "spread": make_tensor((n,), dtype, "cuda", low=-5, high=5),
@@ -170,3 +186,65 @@ def test_bins_beyond_shared_memory():
     x = make_tensor((1_000_003,), torch.float32, "cuda")
     for bins in (60_000, 262_144):  # opt-in shared memory, then global counters
         assert torch.equal(smem_ops.histc(x, bins, -4, 4), torch.histc(x, bins, -4, 4))
+
+
+@requires_cuda
+@pytest.mark.parametrize("cluster", [2, 4, 8, 16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_cluster_sizes_exact(cluster, dtype):
+    """Every cluster size on bins that don't divide evenly, in and out of one block's reach."""
+    if not smem_ops.cluster_supported(0):
+        pytest.skip("needs thread-block clusters (sm_90)")
+    x = make_tensor((500_009,), dtype, "cuda", low=-5, high=5)
+    for bins in (3, 1001, 65_536, 70_001, 262_144):
+        if -(-bins // cluster) * 4 > 226 * 1024:  # the slice must fit one block's shared memory
+            continue
+        out = torch.ops.smem._histc_variant(x, bins, -4.0, 4.0, f"cluster:{cluster}")
+        assert torch.equal(out.cpu(), reference_counts(x.cpu(), bins, -4.0, 4.0)), bins
+    # one hot bin: every add goes to one counter of one block of each cluster
+    hot = torch.full((300_007,), 1, dtype=dtype, device="cuda")
+    out = torch.ops.smem._histc_variant(hot, 100_003, -4.0, 4.0, f"cluster:{cluster}")
+    assert torch.equal(out.cpu(), reference_counts(hot.cpu(), 100_003, -4.0, 4.0))
+
+
+@requires_cuda
+def test_cluster_path_auto_range_and_graph():
+    if not smem_ops.cluster_supported(0):
+        pytest.skip("needs thread-block clusters (sm_90)")
+    x = torch.randn(400_000, device="cuda")
+    out = torch.empty(0)
+    g = torch.cuda.CUDAGraph()
+    smem_ops.histc(x, 100_000)  # warm-up outside capture (function attributes)
+    with torch.cuda.graph(g):
+        out = smem_ops.histc(x, 100_000)  # auto-range on the device, then the cluster kernel
+    for scale in (1.0, 3.0):
+        x.copy_(torch.randn_like(x) * scale)
+        g.replay()
+        assert torch.equal(out, torch.histc(x, 100_000))
+
+
+@requires_cuda
+def test_cluster_variant_errors():
+    x = torch.randn(100, device="cuda")
+    for bad in ("cluster:3", "cluster:32", "final:4", "cluster:"):
+        with pytest.raises(ValueError):
+            torch.ops.smem._histc_variant(x, 8, -1.0, 1.0, bad)
+    if smem_ops.cluster_supported(0):
+        with pytest.raises(RuntimeError, match="do not fit a cluster"):
+            torch.ops.smem._histc_variant(x, 1 << 24, -1.0, 1.0, "cluster:2")
+
+
+@requires_cuda
+@pytest.mark.parametrize("bins", [65_537, 100_000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=str)
+def test_packed16_counts_wrap_exactly(bins, dtype):
+    """Bins one block holds only as 16-bit counters: three hot bins (a low half, the high half
+    of the same word, the last bin) wrap every block's counters several times over."""
+    n = 1 << 26
+    centre = 0.5 if dtype.is_floating_point else 0  # a bin's middle (or its integer)
+    hot = torch.tensor([10 + centre, 11 + centre, bins - 1 + centre], device="cuda").to(dtype)
+    x = hot[torch.randint(0, 3, (n,), device="cuda")]
+    x[::8] = (torch.rand(n // 8, device="cuda") * bins).to(dtype)  # and every other bin
+    out = smem_ops.histc(x, bins, 0, bins, dtype=torch.int64)
+    assert torch.equal(out, reference_counts(x, bins, 0, bins))  # hot bins pass 2^24: exact only
+    assert out.sum().item() == n

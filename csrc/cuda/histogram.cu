@@ -8,8 +8,12 @@
 //                    added to the global counts once at the end (seed: privatization).
 //   shared_per_warp  a private histogram per warp where the bins fit (so warps don't fight
 //                    over a counter), 16-byte loads with two in flight per thread.
+//   cluster          the bins spread over the shared memory of a thread-block cluster
+//                    (sm_90): each block holds every C-th bin and the others add to it
+//                    through distributed shared memory (seed 004).
 //   final            shared_per_warp, with shared memory above 48 KiB opted into (up to the
-//                    device limit) before falling back to global counters; there, warp
+//                    device limit); then one copy of packed 16-bit counters per block; then
+//                    a cluster; beyond that, global counters, with warp
 //                    aggregation: lanes that hit the same bin (__match_any_sync) add once,
 //                    together, so a popular bin costs one L2 atomic per warp instead of 32.
 //                    (Measured on the H100: aggregation in shared memory costs more than the
@@ -22,6 +26,8 @@
 #include <ATen/Dispatch.h>
 #include <torch/library.h>
 
+#include <cooperative_groups.h>
+
 #include "cuda/common.cuh"
 #include "histogram.h"
 #include "smem.h"
@@ -30,6 +36,9 @@ namespace smem::cuda {
 namespace {
 
 constexpr int kHistThreads = 512;
+// packed16 holds over half an SM's shared memory, so one block per SM: a full-size block
+// keeps twice the loads in flight.
+constexpr int kPackedThreads = 1024;
 constexpr int kRangeThreads = 256;
 
 // The range the histogram kernels bin into: given by value, or (auto-range) read from `device`.
@@ -51,7 +60,8 @@ struct Range {
 // Calls f(x[i]) for the i in [0, n) that belong to thread t of nthreads. With kVector, the
 // aligned body moves in 16-byte vectors, two in flight per thread.
 template <bool kVector, typename T, typename F>
-__device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_t nthreads, F&& f) {
+__device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_t nthreads,
+                                        bool streaming, F&& f) {
   if constexpr (!kVector) {
     for (int64_t i = t; i < n; i += nthreads) f(x[i]);
   } else {
@@ -63,14 +73,14 @@ __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_
     const VecT* xv = reinterpret_cast<const VecT*>(x + head);
     int64_t i = t;
     for (; i + nthreads < nvec; i += 2 * nthreads) {
-      const VecT a = xv[i], b = xv[i + nthreads];
+      const VecT a = load_once(&xv[i], streaming), b = load_once(&xv[i + nthreads], streaming);
 #pragma unroll
       for (int k = 0; k < V; ++k) f(a.v[k]);
 #pragma unroll
       for (int k = 0; k < V; ++k) f(b.v[k]);
     }
     for (; i < nvec; i += nthreads) {
-      const VecT a = xv[i];
+      const VecT a = load_once(&xv[i], streaming);
 #pragma unroll
       for (int k = 0; k < V; ++k) f(a.v[k]);
     }
@@ -85,11 +95,11 @@ __device__ inline bool finite(M v) { return isfinite(v); }
 // reduces its share, the last block combines the per-block results in block order.
 template <typename T, typename M>
 __global__ void __launch_bounds__(kRangeThreads)
-range_kernel(const T* x, int64_t n, M* block_range, unsigned* done, M* out) {
+range_kernel(const T* x, int64_t n, bool streaming, M* block_range, unsigned* done, M* out) {
   __shared__ M lo_s[kRangeThreads], hi_s[kRangeThreads];
   M lo = INFINITY, hi = -INFINITY;
   for_each_element<true>(x, n, blockIdx.x * int64_t(kRangeThreads) + threadIdx.x,
-                         int64_t(gridDim.x) * kRangeThreads, [&](T t) {
+                         int64_t(gridDim.x) * kRangeThreads, streaming, [&](T t) {
                            const M v = static_cast<M>(t);
                            if (finite(v)) {
                              lo = fmin(lo, v);
@@ -138,9 +148,9 @@ __device__ inline void count_bin(C* counter, int64_t bin) {
 
 // `subs` private histograms of 32-bit counters per block in dynamic shared memory; warp w
 // counts into copy w % subs. The host keeps each block's element count below 2^32.
-template <typename T, typename M, bool kVector, bool kAggregate>
+template <typename T, typename M, bool kVector>
 __global__ void __launch_bounds__(kHistThreads)
-histogram_shared_kernel(const T* x, int64_t n, int64_t bins, int subs, Range<M> range,
+histogram_shared_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs, Range<M> range,
                         unsigned long long* counts) {
   extern __shared__ unsigned sub_counts[];  // [subs][bins]
   for (int64_t b = threadIdx.x; b < subs * bins; b += kHistThreads) sub_counts[b] = 0;
@@ -149,8 +159,8 @@ histogram_shared_kernel(const T* x, int64_t n, int64_t bins, int subs, Range<M> 
   __syncthreads();
   unsigned* mine = sub_counts + (threadIdx.x / kWarpSize) % subs * bins;
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
-                            int64_t(gridDim.x) * kHistThreads, [&](T v) {
-                              count_bin<kAggregate>(mine, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
+                            int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
+                              count_bin<false>(mine, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
                             });
   __syncthreads();
   for (int64_t b = threadIdx.x; b < bins; b += kHistThreads) {
@@ -160,79 +170,275 @@ histogram_shared_kernel(const T* x, int64_t n, int64_t bins, int subs, Range<M> 
   }
 }
 
+// Bins that one block holds as 16-bit counters but not as 32-bit ones: two bins per word (bin
+// 2k in the low half, 2k+1 in the high half), one copy per block, all adds local. Exact at
+// any count: the old word that atomicAdd returns shows every wrap, settled in the 64-bit
+// global counts as it happens. With o_lo wraps of the low half and o_w wraps of the word,
+//   count(2k) = low + 2^16 o_lo,   count(2k+1) = high + 2^16 o_w - o_lo
+// (each low wrap carries 1 into the high half). Overflows come once per 65536 adds to a bin,
+// so the global fix-ups cost nothing measurable.
+template <typename T, typename M>
+__global__ void __launch_bounds__(kPackedThreads)
+histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Range<M> range,
+                          unsigned long long* counts) {
+  extern __shared__ unsigned pairs[];  // ceil(bins / 2) words
+  const int64_t words = (bins + 1) / 2;
+  for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) pairs[w] = 0;
+  M lo, hi;
+  range.load(lo, hi);
+  __syncthreads();
+  for_each_element<true>(x, n, blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
+                         int64_t(gridDim.x) * kPackedThreads, streaming, [&](T v) {
+                           const int64_t bin = histc_bin<M>(static_cast<M>(v), lo, hi, bins);
+                           if (bin < 0) return;
+                           const int64_t high_bin = bin | 1;  // == bins: a phantom, never counted
+                           const unsigned add = (bin & 1) ? 0x10000u : 1u;
+                           const unsigned old = atomicAdd(&pairs[bin >> 1], add);
+                           if (add == 1u && (old & 0xFFFFu) == 0xFFFFu) {
+                             atomicAdd(&counts[bin], 0x10000ull);
+                             if (high_bin < bins) atomicAdd(&counts[high_bin], ~0ull);  // -1
+                           }
+                           if (old > 0xFFFFFFFFu - add && high_bin < bins)
+                             atomicAdd(&counts[high_bin], 0x10000ull);
+                         });
+  __syncthreads();
+  for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) {
+    const unsigned pair = pairs[w];
+    if (pair & 0xFFFFu) atomicAdd(&counts[2 * w], static_cast<unsigned long long>(pair & 0xFFFFu));
+    if ((pair >> 16) && 2 * w + 1 < bins)
+      atomicAdd(&counts[2 * w + 1], static_cast<unsigned long long>(pair >> 16));
+  }
+}
+
+// Adds 1 to the counter at `mine` (an address in this block's shared memory), or to the
+// same offset in the shared memory of cluster block `owner`. The local case is an ordinary
+// shared atomic; the remote one a fire-and-forget reduction over DSMEM (mapa + red), which
+// costs far more (the H100 sustains ~0.3 per SM per clock), so slices stay few.
+__device__ inline void add_one_in_cluster(unsigned* mine, unsigned owner, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (owner == rank) {
+    atomicAdd(mine, 1u);
+    return;
+  }
+  const auto local = static_cast<unsigned>(__cvta_generic_to_shared(mine));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(owner));
+  asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], 1;" ::"r"(remote) : "memory");
+#endif
+}
+
+// Bins beyond one block's shared memory: a cluster of 2^log2_cluster blocks shares them.
+// Block `rank` of a cluster holds the bins b with b % C == rank, at b / C (interleaved, so
+// owner and offset are a mask and a shift, and a run of popular neighbouring bins spreads
+// over all C blocks). Every block bins its grid-stride share of the input and adds 1 in the
+// owner's shared memory, through DSMEM when that is another block's: no L2 traffic.
+// Counters are 32-bit; the host keeps each cluster's element count below 2^32.
+template <typename T, typename M>
+__global__ void __launch_bounds__(kHistThreads)
+histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int log2_cluster, Range<M> range,
+                         unsigned long long* counts) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  extern __shared__ unsigned slice[];  // this block's share of the bins
+  const cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank();
+  const unsigned owner_mask = (1u << log2_cluster) - 1;
+  const int64_t slice_bins = (bins + owner_mask) >> log2_cluster;
+  for (int64_t b = threadIdx.x; b < slice_bins; b += kHistThreads) slice[b] = 0;
+  M lo, hi;
+  range.load(lo, hi);
+  cluster.sync();  // every slice is zeroed before any block adds to it
+  for_each_element<true>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
+                         int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
+                           const int64_t bin = histc_bin<M>(static_cast<M>(v), lo, hi, bins);
+                           if (bin >= 0)
+                             add_one_in_cluster(slice + (bin >> log2_cluster),
+                                                static_cast<unsigned>(bin) & owner_mask, rank);
+                         });
+  cluster.sync();  // every add has landed, and no block leaves while others may add to it
+  for (int64_t o = threadIdx.x; o < slice_bins; o += kHistThreads) {
+    const int64_t b = (o << log2_cluster) | rank;
+    if (b < bins && slice[o]) atomicAdd(&counts[b], static_cast<unsigned long long>(slice[o]));
+  }
+#else
+  __trap();  // the host launches this only where cluster_supported()
+#endif
+}
+
 template <typename T, typename M, bool kVector, bool kAggregate>
 __global__ void __launch_bounds__(kHistThreads)
-histogram_global_kernel(const T* x, int64_t n, int64_t bins, Range<M> range,
+histogram_global_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Range<M> range,
                         unsigned long long* counts) {
   M lo, hi;
   range.load(lo, hi);
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
-                            int64_t(gridDim.x) * kHistThreads, [&](T v) {
+                            int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
                               count_bin<kAggregate>(counts, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
                             });
 }
 
-enum class Variant { kGlobalAtomics, kShared, kSharedPerWarp, kFinal };
-constexpr const char* kVariantNames[] = {"global_atomics", "shared", "shared_per_warp", "final"};
+enum class Variant { kGlobalAtomics, kShared, kSharedPerWarp, kCluster, kFinal };
+constexpr const char* kVariantNames[] = {"global_atomics", "shared", "shared_per_warp", "cluster",
+                                         "final"};
+constexpr int kMaxClusterLog2 = 4;  // 16 blocks: the H100's non-portable cluster limit
 
 // Where the counters live and how many copies: the one place that decides, from the bin
 // count and the device. Per-warp copies while they fit in a quarter of an SM's shared memory
 // (so four 512-thread blocks, a full SM, stay resident); otherwise one copy per block, up to
-// the opt-in limit; beyond that, global counters.
+// the opt-in limit; then one copy of 16-bit counters (packed16); then a cluster's blocks
+// share the bins, the smallest cluster that holds them (remote adds are what costs, and a
+// cluster of C sends (C - 1) / C of them remote; measured on the H100, 2^28 randn, 65536
+// bins: C = 2, 4, 8, 16 took 1.65, 2.93, 3.46, 4.25 ms); beyond 8 blocks (where global
+// counters are as fast) or without clusters, global counters.
 struct HistogramShape {
-  bool shared = false;
-  int subs = 1;
+  enum class Where { kGlobal, kShared, kPacked16, kCluster } where = Where::kGlobal;
+  int subs = 1;          // kShared: private copies per block
+  int log2_cluster = 0;  // kCluster: blocks per cluster, as a power of two
   int64_t smem_bytes = 0;
 };
 
-HistogramShape choose_shape(int64_t bins, Variant variant) {
-  const DeviceInfo& dev = current_device_info();
+HistogramShape choose_shape(int64_t bins, Variant variant, int forced_log2_cluster, int device) {
+  const DeviceInfo& dev = device_info(device);
   const int64_t copy_bytes = bins * int64_t(sizeof(unsigned));
-  const int64_t limit = variant == Variant::kFinal ? dev.max_smem_per_block_optin - 1024
-                                                   : dev.max_smem_per_block;
+  const int64_t optin = dev.max_smem_per_block_optin - 1024;  // the runtime reserves 1 KiB
+  const int64_t limit = variant == Variant::kFinal ? optin : dev.max_smem_per_block;
+  const bool final = variant == Variant::kFinal;
   HistogramShape s;
-  if (variant == Variant::kGlobalAtomics || copy_bytes > limit) return s;
-  s.shared = true;
-  if (variant == Variant::kSharedPerWarp || variant == Variant::kFinal) {
-    const int64_t quarter_sm = dev.max_smem_per_sm / 4 - 1024;
-    s.subs = static_cast<int>(std::clamp<int64_t>(quarter_sm / copy_bytes, 1, kHistThreads / kWarpSize));
+  auto slice_bytes = [&](int l) { return ceil_div(bins, int64_t(1) << l) * int64_t(sizeof(unsigned)); };
+  if (variant == Variant::kGlobalAtomics) return s;
+  if (variant != Variant::kCluster && copy_bytes <= limit) {
+    s.where = HistogramShape::Where::kShared;
+    if (variant == Variant::kSharedPerWarp || final) {
+      const int64_t quarter_sm = dev.max_smem_per_sm / 4 - 1024;
+      s.subs = static_cast<int>(std::clamp<int64_t>(quarter_sm / copy_bytes, 1, kHistThreads / kWarpSize));
+    }
+    s.smem_bytes = s.subs * copy_bytes;
+    return s;
   }
-  s.smem_bytes = s.subs * copy_bytes;
+  if (final && slice_bytes(1) <= optin) {  // half the bytes: 16-bit counters
+    s.where = HistogramShape::Where::kPacked16;
+    s.smem_bytes = slice_bytes(1);
+    return s;
+  }
+  if (!(variant == Variant::kCluster || final)) return s;
+  if (!cluster_supported(device)) {
+    TORCH_CHECK(!(variant == Variant::kCluster),
+                "smem._histc_variant: the cluster variant needs an sm_90 device and build");
+    return s;
+  }
+  int l = forced_log2_cluster;
+  if (l == 0) {
+    l = 1;
+    while (l < (final ? 3 : kMaxClusterLog2) && slice_bytes(l) > optin) ++l;
+  }
+  if (slice_bytes(l) > optin) {
+    TORCH_CHECK(!(variant == Variant::kCluster), "smem._histc_variant: ", bins,
+                " bins do not fit a cluster of ", 1 << l, " blocks");
+    return s;
+  }
+  s.where = HistogramShape::Where::kCluster;
+  s.log2_cluster = l;
+  s.smem_bytes = slice_bytes(l);
   return s;
 }
 
-template <typename T, typename M, bool kVector, bool kAggregate>
-void launch_counts(const T* data, int64_t n, int64_t bins, const HistogramShape& shape,
-                   Range<M> range, unsigned long long* out, cudaStream_t stream) {
-  constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
-  if (shape.shared) {
-    auto* kernel = histogram_shared_kernel<T, M, kVector, kAggregate>;
-    if (shape.smem_bytes > 48 * 1024)
-      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shape.smem_bytes)));
-    int per_sm = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kHistThreads,
-                                                                 shape.smem_bytes));
-    // 32-bit block counters: keep every block under 2^31 elements
-    const int64_t grid = std::max<int64_t>(grid_for(n, kHistThreads * kPerThread, std::max(per_sm, 1)),
-                                           ceil_div(n, int64_t(1) << 31));
-    kernel<<<static_cast<unsigned>(grid), kHistThreads, shape.smem_bytes, stream>>>(
-        data, n, bins, shape.subs, range, out);
-  } else {
-    const unsigned grid = grid_for(n, kHistThreads * kPerThread, 4);
-    histogram_global_kernel<T, M, kVector, kAggregate><<<grid, kHistThreads, 0, stream>>>(
-        data, n, bins, range, out);
-  }
+// Opt a kernel into `bytes` of dynamic shared memory where that is over the default 48 KiB.
+template <typename Kernel>
+void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
+  if (bytes > 48 * 1024)
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)));
+}
+
+// One wave of clusters (as many as fit on the device at once), grid-striding over the input.
+template <typename T, typename M>
+void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bins,
+                           const HistogramShape& shape, Range<M> range, unsigned long long* out,
+                           cudaStream_t stream) {
+  auto* kernel = histogram_cluster_kernel<T, M>;
+  const unsigned cluster = 1u << shape.log2_cluster;
+  allow_dynamic_smem(kernel, shape.smem_bytes);
+  if (cluster > 8)
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(cluster);
+  config.blockDim = dim3(kHistThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(shape.smem_bytes);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int resident = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, kernel, &config));
+  const int64_t useful = ceil_div(n, int64_t(cluster) * kHistThreads * 2 * vec_width<T>());
+  const int64_t clusters = std::max<int64_t>(std::min<int64_t>(std::max(resident, 1), useful),
+                                             ceil_div(n, int64_t(1) << 31));  // 32-bit counters
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, data, n, streaming, bins, shape.log2_cluster, range, out));
+}
+
+// A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
+// blocks as can be resident at once, and at least one per 2^31 elements (32-bit counters).
+template <int kThreads, typename Kernel, typename... Args>
+void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
+                     cudaStream_t stream, Args... args) {
+  allow_dynamic_smem(kernel, smem_bytes);
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem_bytes));
+  const int64_t grid = std::max<int64_t>(grid_for(n, kThreads * per_thread, std::max(per_sm, 1)),
+                                         ceil_div(n, int64_t(1) << 31));
+  kernel<<<static_cast<unsigned>(grid), kThreads, smem_bytes, stream>>>(args...);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+template <typename T, typename M, bool kVector, bool kAggregate>
+void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
+                   const HistogramShape& shape, Range<M> range, unsigned long long* out,
+                   cudaStream_t stream) {
+  constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
+  using Where = HistogramShape::Where;
+  switch (shape.where) {
+    case Where::kShared:
+      launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
+                                    shape.smem_bytes, stream, data, n, streaming, bins, shape.subs,
+                                    range, out);
+      break;
+    case Where::kPacked16:
+      launch_resident<kPackedThreads>(histogram_packed16_kernel<T, M>, n, kPerThread,
+                                      shape.smem_bytes, stream, data, n, streaming, bins, range, out);
+      break;
+    case Where::kCluster:
+      launch_cluster_counts<T, M>(data, n, streaming, bins, shape, range, out, stream);
+      break;
+    case Where::kGlobal:
+      histogram_global_kernel<T, M, kVector, kAggregate>
+          <<<grid_for(n, kHistThreads * kPerThread, 4), kHistThreads, 0, stream>>>(
+              data, n, streaming, bins, range, out);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      break;
+  }
+}
+
+// Which rung runs, and (for tuning the cluster path) a forced cluster size.
+struct Request {
+  Variant variant = Variant::kFinal;
+  int log2_cluster = 0;  // 0: choose_shape decides
+};
+
 template <typename T>
-void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts, Variant variant) {
+void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts, Request request) {
   using M = histc_math_t<T>;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = x.numel();
   const T* data = x.const_data_ptr<T>();
   auto* out = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
+  // Decided before anything is launched: choose_shape may refuse the request.
+  const HistogramShape shape = choose_shape(plan.bins, request.variant, request.log2_cluster,
+                                            x.device().index());
+  const bool streaming = stream_once(n * int64_t(sizeof(T)));
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;
   if (plan.auto_range) {
@@ -242,49 +448,63 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
     at::Tensor done = at::zeros({1}, x.options().dtype(at::kInt));
     device_range = at::empty({2}, x.options().dtype(mdtype));
     range_kernel<T, M><<<grid, kRangeThreads, 0, stream>>>(
-        data, n, block_range.mutable_data_ptr<M>(),
+        data, n, streaming, block_range.mutable_data_ptr<M>(),
         reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()), device_range.mutable_data_ptr<M>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     range.device = device_range.const_data_ptr<M>();
   }
-  const HistogramShape shape = choose_shape(plan.bins, variant);
-  switch (variant) {
+  // The seeds' rungs bin element by element; the others move 16-byte vectors. Global
+  // counters aggregate a warp's equal bins only in the final kernel.
+  switch (request.variant) {
     case Variant::kGlobalAtomics:
     case Variant::kShared:
-      launch_counts<T, M, false, false>(data, n, plan.bins, shape, range, out, stream);
+      launch_counts<T, M, false, false>(data, n, streaming, plan.bins, shape, range, out, stream);
       break;
     case Variant::kSharedPerWarp:
-      launch_counts<T, M, true, false>(data, n, plan.bins, shape, range, out, stream);
+    case Variant::kCluster:
+      launch_counts<T, M, true, false>(data, n, streaming, plan.bins, shape, range, out, stream);
       break;
     case Variant::kFinal:
-      if (shape.shared) launch_counts<T, M, true, false>(data, n, plan.bins, shape, range, out, stream);
-      else launch_counts<T, M, true, true>(data, n, plan.bins, shape, range, out, stream);
+      launch_counts<T, M, true, true>(data, n, streaming, plan.bins, shape, range, out, stream);
       break;
   }
 }
 
 at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                      const at::Scalar& max, std::optional<at::ScalarType> dtype, Variant variant) {
+                      const at::Scalar& max, std::optional<at::ScalarType> dtype, Request request) {
   return histc_host(self, bins, min, max, dtype,
-                    [variant](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
+                    [request](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
                       const c10::cuda::CUDAGuard guard(x.device());
                       AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                                  "smem_histc_cuda", [&] {
-                                                   launch_histc<scalar_t>(x, plan, counts, variant);
+                                                   launch_histc<scalar_t>(x, plan, counts, request);
                                                  });
                     });
 }
 
 at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, std::optional<at::ScalarType> dtype) {
-  return histc_with(self, bins, min, max, dtype, Variant::kFinal);
+  return histc_with(self, bins, min, max, dtype, Request{});
 }
 
+// `variant` is one of kVariantNames; "cluster:N" (N = 2, 4, 8 or 16) forces the cluster size.
 at::Tensor histc_variant_cuda(const at::Tensor& self, int64_t bins, double min, double max,
                               c10::string_view variant) {
-  for (int v = 0; v < 4; ++v)
-    if (variant == kVariantNames[v])
-      return histc_with(self, bins, min, max, at::kLong, static_cast<Variant>(v));
+  Request request;
+  const auto colon = variant.find(':');
+  const c10::string_view name = variant.substr(0, colon);
+  if (colon != c10::string_view::npos && name == "cluster") {
+    const c10::string_view size = variant.substr(colon + 1);
+    for (int l = 1; l <= kMaxClusterLog2; ++l)
+      if (size == std::to_string(1 << l)) request.log2_cluster = l;
+    TORCH_CHECK_VALUE(request.log2_cluster > 0, "smem._histc_variant: cluster size '", size,
+                      "' is not one of 2, 4, 8, 16");
+  }
+  for (int v = 0; v < static_cast<int>(std::size(kVariantNames)); ++v)
+    if (name == kVariantNames[v] && (colon == c10::string_view::npos || request.log2_cluster > 0)) {
+      request.variant = static_cast<Variant>(v);
+      return histc_with(self, bins, min, max, at::kLong, request);
+    }
   TORCH_CHECK_VALUE(false, "smem._histc_variant: unknown variant '", variant,
                     "' (expected one of smem_ops.variants('histogram'))");
 }
