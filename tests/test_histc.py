@@ -13,6 +13,8 @@ def reference_counts(x, bins, lo, hi, math=None):
     values land where torch puts them), or in `math`."""
     if math is None:
         math = torch.float32 if x.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.float64
+    if x.dtype in (torch.float16, torch.bfloat16):  # torch casts the bounds to the input dtype
+        lo, hi = (torch.tensor(b, dtype=x.dtype).item() for b in (lo, hi))
     v = x.flatten().to(math)
     if lo == hi:
         finite = v[torch.isfinite(v)]
@@ -248,3 +250,22 @@ def test_packed16_counts_wrap_exactly(bins, dtype):
     out = smem_ops.histc(x, bins, 0, bins, dtype=torch.int64)
     assert torch.equal(out, reference_counts(x, bins, 0, bins))  # hot bins pass 2^24: exact only
     assert out.sum().item() == n
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int16], ids=str)
+@pytest.mark.parametrize("bins,lo,hi", [(256, -4, 4), (3001, -2.5, 3.1), (100, 0, 0)])
+def test_2byte_pattern_table_exact(dtype, bins, lo, hi):
+    """Large 2-byte inputs bin through a table of all 65536 patterns: same counts, edge
+    values, NaN, infinities and out-of-range values included."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    n = 8 * 65536 * sms + 12_345  # past the size where the table pays for itself
+    if dtype.is_floating_point:
+        x = (torch.randn(n, device="cuda") * 2).to(dtype)
+        x[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), hi])
+        x[4:6] = torch.tensor([lo, 1e4])
+    else:
+        x = torch.randint(-40, 41, (n,), device="cuda").to(dtype)
+        lo, hi = (-30, 25) if lo != hi else (lo, hi)
+    out = smem_ops.histc(x, bins, lo, hi, dtype=torch.int64)
+    assert torch.equal(out, reference_counts(x, bins, lo, hi))

@@ -12,7 +12,8 @@
 //                    (sm_90): each block holds every C-th bin and the others add to it
 //                    through distributed shared memory (seed 004).
 //   final            shared_per_warp, with shared memory above 48 KiB opted into (up to the
-//                    device limit); then one copy of packed 16-bit counters per block; then
+//                    device limit), and for large 2-byte inputs a table of every pattern's
+//                    bin; then one copy of packed 16-bit counters per block; then
 //                    a cluster; beyond that, global counters, with warp
 //                    aggregation: lanes that hit the same bin (__match_any_sync) add once,
 //                    together, so a popular bin costs one L2 atomic per warp instead of 32.
@@ -36,8 +37,8 @@ namespace smem::cuda {
 namespace {
 
 constexpr int kHistThreads = 512;
-// packed16 holds over half an SM's shared memory, so one block per SM: a full-size block
-// keeps twice the loads in flight.
+// packed16 and lut16 hold over half an SM's shared memory, so one block per SM: a full-size
+// block keeps twice the loads in flight.
 constexpr int kPackedThreads = 1024;
 constexpr int kRangeThreads = 256;
 
@@ -210,6 +211,46 @@ histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, R
   }
 }
 
+// 2-byte inputs (fp16, bf16, int16) have only 65536 bit patterns. Each block first bins
+// every pattern once into a shared-memory table (bin + 1; 0 for out of range or NaN), so the
+// work per element is a table lookup and a shared atomic, with no division: bf16 at 2^28
+// elements was compute-bound at under half the copy ceiling. The table is 128 KiB, so one
+// 1024-thread block per SM, and per-warp copies of the counts fill what is left.
+constexpr int64_t kPatterns16 = 65536;
+
+template <typename T, typename M>
+__global__ void __launch_bounds__(kPackedThreads)
+histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs,
+                       Range<M> range, unsigned long long* counts) {
+  static_assert(sizeof(T) == 2, "a table of 16-bit patterns");
+  extern __shared__ unsigned smem[];
+  auto* table = reinterpret_cast<unsigned short*>(smem);      // [kPatterns16]
+  unsigned* sub_counts = smem + kPatterns16 / 2;               // [subs][bins]
+  M lo, hi;
+  range.load(lo, hi);
+  for (int p = threadIdx.x; p < kPatterns16; p += kPackedThreads) {
+    const auto bits = static_cast<unsigned short>(p);
+    T v;
+    memcpy(&v, &bits, sizeof(v));
+    table[p] = static_cast<unsigned short>(histc_bin<M>(static_cast<M>(v), lo, hi, bins) + 1);
+  }
+  for (int64_t b = threadIdx.x; b < subs * bins; b += kPackedThreads) sub_counts[b] = 0;
+  __syncthreads();
+  unsigned* mine = sub_counts + (threadIdx.x / kWarpSize) % subs * bins;
+  for_each_element<true>(reinterpret_cast<const unsigned short*>(x), n,
+                         blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
+                         int64_t(gridDim.x) * kPackedThreads, streaming, [&](unsigned short v) {
+                           const unsigned bin = table[v];
+                           if (bin) atomicAdd(&mine[bin - 1], 1u);
+                         });
+  __syncthreads();
+  for (int64_t b = threadIdx.x; b < bins; b += kPackedThreads) {
+    unsigned long long total = 0;
+    for (int k = 0; k < subs; ++k) total += sub_counts[k * bins + b];
+    if (total) atomicAdd(&counts[b], total);
+  }
+}
+
 // Adds 1 to the counter at `mine` (an address in this block's shared memory), or to the
 // same offset in the shared memory of cluster block `owner`. The local case is an ordinary
 // shared atomic; the remote one a fire-and-forget reduction over DSMEM (mapa + red), which
@@ -291,13 +332,14 @@ constexpr int kMaxClusterLog2 = 4;  // 16 blocks: the H100's non-portable cluste
 // bins: C = 2, 4, 8, 16 took 1.65, 2.93, 3.46, 4.25 ms); beyond 8 blocks (where global
 // counters are as fast) or without clusters, global counters.
 struct HistogramShape {
-  enum class Where { kGlobal, kShared, kPacked16, kCluster } where = Where::kGlobal;
-  int subs = 1;          // kShared: private copies per block
+  enum class Where { kGlobal, kShared, kLut16, kPacked16, kCluster } where = Where::kGlobal;
+  int subs = 1;          // kShared, kLut16: private copies per block
   int log2_cluster = 0;  // kCluster: blocks per cluster, as a power of two
   int64_t smem_bytes = 0;
 };
 
-HistogramShape choose_shape(int64_t bins, Variant variant, int forced_log2_cluster, int device) {
+HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, Variant variant,
+                            int forced_log2_cluster, int device) {
   const DeviceInfo& dev = device_info(device);
   const int64_t copy_bytes = bins * int64_t(sizeof(unsigned));
   const int64_t optin = dev.max_smem_per_block_optin - 1024;  // the runtime reserves 1 KiB
@@ -306,6 +348,16 @@ HistogramShape choose_shape(int64_t bins, Variant variant, int forced_log2_clust
   HistogramShape s;
   auto slice_bytes = [&](int l) { return ceil_div(bins, int64_t(1) << l) * int64_t(sizeof(unsigned)); };
   if (variant == Variant::kGlobalAtomics) return s;
+  // 2-byte input, large enough that every block's table (65536 binnings) is a small cost
+  const int64_t table_bytes = kPatterns16 * 2;
+  if (final && element_bytes == 2 && bins < kPatterns16 && table_bytes + copy_bytes <= optin &&
+      n >= 8 * kPatterns16 * dev.sm_count) {
+    s.where = HistogramShape::Where::kLut16;
+    s.subs = static_cast<int>(std::clamp<int64_t>((optin - table_bytes) / copy_bytes, 1,
+                                                  kPackedThreads / kWarpSize));
+    s.smem_bytes = table_bytes + s.subs * copy_bytes;
+    return s;
+  }
   if (variant != Variant::kCluster && copy_bytes <= limit) {
     s.where = HistogramShape::Where::kShared;
     if (variant == Variant::kSharedPerWarp || final) {
@@ -406,6 +458,12 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
                                     shape.smem_bytes, stream, data, n, streaming, bins, shape.subs,
                                     range, out);
       break;
+    case Where::kLut16:
+      if constexpr (sizeof(T) == 2)
+        launch_resident<kPackedThreads>(histogram_lut16_kernel<T, M>, n, kPerThread,
+                                        shape.smem_bytes, stream, data, n, streaming, bins,
+                                        shape.subs, range, out);
+      break;
     case Where::kPacked16:
       launch_resident<kPackedThreads>(histogram_packed16_kernel<T, M>, n, kPerThread,
                                       shape.smem_bytes, stream, data, n, streaming, bins, range, out);
@@ -436,8 +494,8 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   const T* data = x.const_data_ptr<T>();
   auto* out = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
   // Decided before anything is launched: choose_shape may refuse the request.
-  const HistogramShape shape = choose_shape(plan.bins, request.variant, request.log2_cluster,
-                                            x.device().index());
+  const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request.variant,
+                                            request.log2_cluster, x.device().index());
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;

@@ -5,8 +5,9 @@
 //     with 16-byte loads, four in flight per thread, accumulates in the accumulate type, then
 //     reduces through warp shuffles and shared memory. Long rows with few of them are split
 //     across `splits` blocks; a full reduction is one row split across the whole GPU.
-//   reduce_cols_kernel (inner > 1): a 32 x 8 block owns 32 adjacent columns, so each warp reads
-//     32 consecutive elements of a row (coalesced); the 8 row slices meet in shared memory.
+//   reduce_cols_kernel (inner > 1): a 32 x 8 block owns 32 adjacent columns, or 32 16-byte
+//     vectors of them where rows are aligned, so each warp reads a contiguous stretch of a row
+//     (coalesced); the 8 row slices meet in shared memory.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the last block to finish (an integer counter) sums the partials in block order.
 // The order of every addition is fixed, so results are bitwise reproducible.
@@ -24,7 +25,7 @@ namespace {
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerWarpBlock = kBlockThreads / kWarpSize;
 constexpr int kLoadsInFlight = 4;
-constexpr int kColTile = 32;                    // columns per block (one per lane)
+constexpr int kColTile = 32;                    // lanes across a row: one column or vector each
 constexpr int kColSlices = kBlockThreads / kColTile;  // row slices per block
 constexpr int64_t kWarpRowMax = 4096;          // rows up to this length get one warp each
 
@@ -120,64 +121,95 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   }
 }
 
-// [outer, R, inner] with inner > 1. Block (kColTile, kColSlices) owns columns
-// [c0, c0 + kColTile) of one outer index; blockIdx.y is its slice of R among `splits`.
-template <ReduceMap M, typename T, typename O>
+// [outer, R, inner] with inner > 1. Block (kColTile, kColSlices) owns kColTile * V adjacent
+// columns of one outer index, V per lane: one 16-byte vector where the rows allow it, so a
+// warp reads 512 contiguous bytes of a row per load. blockIdx.y is its slice of R among
+// `splits`.
+template <ReduceMap M, int V, typename T, typename O>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
                    int64_t outer, int64_t R, int64_t inner, int splits, bool streaming) {
   using A = acc_t<T>;
-  // +1 column of padding: the final pass reads down a column, which would otherwise hit one
-  // bank kColSlices times.
-  __shared__ alignas(16) unsigned char raw[kColSlices * (kColTile + 1) * sizeof(A)];
-  auto slice_sum = reinterpret_cast<A(*)[kColTile + 1]>(raw);
-  // Sum over the kColSlices threads of a column, in slice order; valid where threadIdx.y == 0.
-  auto sum_slices = [&](A v) {
-    slice_sum[threadIdx.y][threadIdx.x] = v;
+  using VecT = Vec<T, V>;
+  constexpr int kTileCols = kColTile * V;
+  // [slice][column], +1 column of padding: the final pass reads down a column, which would
+  // otherwise hit one bank kColSlices times.
+  __shared__ alignas(16) unsigned char raw[kColSlices * (kTileCols + 1) * sizeof(A)];
+  auto slice_sum = reinterpret_cast<A(*)[kTileCols + 1]>(raw);
+  // Sums each of this lane's V columns over the kColSlices row slices, in slice order; the
+  // result is valid where threadIdx.y == 0.
+  auto sum_slices = [&](A(&v)[V]) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) slice_sum[threadIdx.y][threadIdx.x * V + k] = v[k];
     __syncthreads();
     if (threadIdx.y == 0) {
 #pragma unroll
-      for (int s = 1; s < kColSlices; ++s) v = v + slice_sum[s][threadIdx.x];
+      for (int s = 1; s < kColSlices; ++s)
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[k] = v[k] + slice_sum[s][threadIdx.x * V + k];
     }
     __syncthreads();
-    return v;
   };
-  const int64_t col_tiles = ceil_div(inner, kColTile);
+  const int64_t col_tiles = ceil_div(inner, kTileCols);
   const int64_t row_step = static_cast<int64_t>(splits) * kColSlices;
   for (int64_t tile = blockIdx.x; tile < outer * col_tiles; tile += gridDim.x) {
     const int64_t o = tile / col_tiles;
-    const int64_t c = (tile % col_tiles) * kColTile + threadIdx.x;
+    // this lane's first column; the host makes inner a multiple of V, so all V exist or none
+    const int64_t c = (tile % col_tiles) * kTileCols + threadIdx.x * V;
     const int64_t base = o * R * inner + c;
-    Accumulator<A> acc;
+    auto row_vec = [&](const T* p, int64_t r) {
+      return load_once(reinterpret_cast<const VecT*>(p + base + r * inner), streaming);
+    };
+    Accumulator<A> acc[V];
+    auto add = [&](const VecT& va, const VecT& vb) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(va.v[k], vb.v[k]));
+    };
     if (c < inner) {
       int64_t r = static_cast<int64_t>(blockIdx.y) * kColSlices + threadIdx.y;
       for (; r + (kLoadsInFlight - 1) * row_step < R; r += kLoadsInFlight * row_step) {
-        T va[kLoadsInFlight], vb[kLoadsInFlight];
+        VecT va[kLoadsInFlight], vb[kLoadsInFlight];
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; ++u) {
-          va[u] = load_once(&a[base + (r + u * row_step) * inner], streaming);
-          vb[u] = load_once(&b[base + (r + u * row_step) * inner], streaming);
+          va[u] = row_vec(a, r + u * row_step);
+          if constexpr (M == ReduceMap::kProduct) vb[u] = row_vec(b, r + u * row_step);
         }
 #pragma unroll
-        for (int u = 0; u < kLoadsInFlight; ++u) acc.add(map_element<M, A>(va[u], vb[u]));
+        for (int u = 0; u < kLoadsInFlight; ++u) add(va[u], M == ReduceMap::kProduct ? vb[u] : va[u]);
       }
-      for (; r < R; r += row_step) acc.add(map_element<M, A>(a[base + r * inner], b[base + r * inner]));
+      for (; r < R; r += row_step) {
+        const VecT va = row_vec(a, r);
+        add(va, M == ReduceMap::kProduct ? row_vec(b, r) : va);
+      }
     }
-    A v = sum_slices(acc.value());
+    A v[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = acc[k].value();
+    sum_slices(v);
     const int64_t out_index = o * inner + c;
+    const bool writer = threadIdx.y == 0 && c < inner;
     if (splits == 1) {
-      if (threadIdx.y == 0 && c < inner) out[out_index] = static_cast<O>(v);
+      if (writer)
+#pragma unroll
+        for (int k = 0; k < V; ++k) out[out_index + k] = static_cast<O>(v[k]);
       continue;
     }
-    if (threadIdx.y == 0 && c < inner) partial[out_index * splits + blockIdx.y] = v;
+    if (writer)
+#pragma unroll
+      for (int k = 0; k < V; ++k) partial[(out_index + k) * splits + blockIdx.y] = v[k];
     if (last_block_to_finish(&done[tile], splits)) {
       // The kColSlices threads of each column combine its partials: strided, then in order.
-      Accumulator<A> total;
+      Accumulator<A> total[V];
       if (c < inner)
         for (int s = threadIdx.y; s < splits; s += kColSlices)
-          total.add(load_from_l2(&partial[out_index * splits + s]));
-      v = sum_slices(total.value());
-      if (threadIdx.y == 0 && c < inner) out[out_index] = static_cast<O>(v);
+#pragma unroll
+          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(&partial[(out_index + k) * splits + s]));
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = total[k].value();
+      sum_slices(v);
+      if (writer)
+#pragma unroll
+        for (int k = 0; k < V; ++k) out[out_index + k] = static_cast<O>(v[k]);
     }
   }
 }
@@ -215,14 +247,18 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
         splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
         outer, R, splits, streaming);
   } else {
-    const int64_t tiles = outer * ceil_div(inner, kColTile);
+    // 16-byte vectors along the row where every row starts 16-byte aligned
+    constexpr int V = vec_width<T>();
+    const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+    const int64_t tiles = outer * ceil_div(inner, int64_t(kColTile) * (vectors ? V : 1));
     const int splits = choose_splits(tiles, R, kColSlices * 16);
     if (splits > 1) {
       partial = at::empty({outer * inner * splits}, options.dtype(acc_dtype));
       done = at::zeros({tiles}, options.dtype(at::kInt));
     }
+    auto* kernel = vectors ? reduce_cols_kernel<M, V, T, O> : reduce_cols_kernel<M, 1, T, O>;
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
-    reduce_cols_kernel<M><<<grid, dim3(kColTile, kColSlices), 0, stream>>>(
+    kernel<<<grid, dim3(kColTile, kColSlices), 0, stream>>>(
         a, b, out, splits > 1 ? partial.mutable_data_ptr<A>() : nullptr,
         splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
         outer, R, inner, splits, streaming);
