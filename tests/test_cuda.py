@@ -92,3 +92,23 @@ def test_other_device_index_guard():
     x = torch.randn(100, 100, device="cuda:1")
     assert smem_ops.sum(x).device == x.device
     assert torch.equal(smem_ops.transpose(x), x.t().contiguous())
+
+
+@requires_cuda
+def test_counters_reused_across_calls_and_streams():
+    """Split reductions share each stream's last-block counters, which every kernel leaves at
+    zero: many different splits in a row, on two streams, must all come out right."""
+    xs = [torch.randn(n, device="cuda") for n in (70_001, 1 << 20, 3_000_017)]
+    mats = [torch.randn(r, c, device="cuda") for r, c in ((7, 200_000), (100_000, 24))]
+    expected = [x.double().sum() for x in xs] + [m.double().sum(d) for m in mats for d in (0, 1)]
+    streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    results = []
+    for rep in range(6):
+        with torch.cuda.stream(streams[rep % 2]):
+            results.append([smem_ops.sum(x) for x in xs] +
+                           [smem_ops.sum(m, d) for m in mats for d in (0, 1)])
+    torch.cuda.synchronize()
+    for got in results:
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g.double(), e, rtol=1e-5, atol=1e-2)

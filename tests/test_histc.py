@@ -269,3 +269,33 @@ def test_2byte_pattern_table_exact(dtype, bins, lo, hi):
         lo, hi = (-30, 25) if lo != hi else (lo, hi)
     out = smem_ops.histc(x, bins, lo, hi, dtype=torch.int64)
     assert torch.equal(out, reference_counts(x, bins, lo, hi))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int16], ids=str)
+def test_forced_pattern_table_small(dtype):
+    """The table path on inputs small enough for the sanitizers (final:lut16 forces it)."""
+    x = make_tensor((100_003,), dtype, "cuda", low=-5, high=5)
+    if dtype.is_floating_point:
+        x[:3] = torch.tensor([float("nan"), float("inf"), 4.0])
+    for bins in (1, 256, 3001, 24_000):  # 24000 counters still fit beside the 128 KiB table
+        out = torch.ops.smem._histc_variant(x, bins, -4.0, 4.0, "final:lut16")
+        assert torch.equal(out, reference_counts(x, bins, -4.0, 4.0)), bins
+    for bad_x, bad_bins in ((x.float(), 16), (x, 65_535)):
+        with pytest.raises(ValueError, match="lut16"):
+            torch.ops.smem._histc_variant(bad_x, bad_bins, -4.0, 4.0, "final:lut16")
+
+
+@requires_cuda
+def test_forced_packed16_small():
+    """packed16 on small bin counts and an input whose hot bins wrap every block's halves."""
+    x = make_tensor((1_000_003,), torch.float32, "cuda", low=-5, high=5)
+    for bins in (1, 2, 1001, 65_537):
+        out = torch.ops.smem._histc_variant(x, bins, -4.0, 4.0, "final:packed16")
+        assert torch.equal(out, reference_counts(x, bins, -4.0, 4.0)), bins
+    # two hot bins sharing a word: over 2^26 / (2 * resident blocks) > 65536 adds each per block
+    hot = torch.tensor([0.5, 1.5], device="cuda")[torch.randint(0, 2, (1 << 26,), device="cuda")]
+    out = torch.ops.smem._histc_variant(hot, 3, 0.0, 3.0, "final:packed16")
+    assert torch.equal(out, reference_counts(hot, 3, 0.0, 3.0))
+    with pytest.raises(ValueError, match="packed16"):
+        torch.ops.smem._histc_variant(x, 1 << 20, -4.0, 4.0, "final:packed16")

@@ -41,6 +41,29 @@ def test_2d_every_dtype(device, dtype, shape):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.float8_e5m2, torch.bfloat16,
+                                   torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("shape", [(144, 208), (16, 4112), (4112, 16), (3, 48, 80)], ids=str)
+def test_16_byte_cells_with_ragged_tiles(device, dtype, shape):
+    """Sizes whose rows are whole 16-byte vectors but whose tiles are cut by the edge."""
+    x = make_any(shape, dtype, device)
+    same_bits(smem_ops.transpose(x), x.transpose(-2, -1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex128], ids=str)
+@pytest.mark.parametrize("shape", [(33, 5000), (5000, 33), (2, 3001), (3001, 1), (64, 999),
+                                   (999, 64), (7, 3, 1000), (5, 1000, 3)], ids=str)
+def test_skinny(device, dtype, shape):
+    """One short side (<= 64): a chunk of the long side and the whole short side per block."""
+    x = make_any(shape, dtype, device)
+    same_bits(smem_ops.transpose(x), x.transpose(-2, -1))
+    sliced = make_any(shape[:-1] + (2 * shape[-1],), dtype, device)[..., ::2]
+    same_bits(smem_ops.transpose(sliced), sliced.transpose(-2, -1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dims", [(0, 1), (0, 2), (1, 2), (-1, -3), (2, 2), (0, 3), (1, 3), (2, 3)])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.complex128],
                          ids=str)

@@ -2,6 +2,7 @@
 // 16-byte vector loads, warp/block reductions and the "last block finishes" handshake.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -192,15 +193,26 @@ __device__ inline A block_sum(A v) {
 // Called by every thread of a block after it wrote its share of a multi-block result.
 // Returns true (in all threads) in the one block that arrives last among the `expected` blocks
 // counting on `counter`; that block may then read everything the others wrote, using
-// load_from_l2. Counters start at zero (at::zeros).
+// load_from_l2. The counter starts at zero (zeroed_counters) and the last block sets it back
+// to zero, as every other block is done with it.
 __device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
   __shared__ bool is_last;
   __threadfence();  // publish this thread's writes before the block is counted
   __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0) is_last = atomicAdd(counter, 1u) == expected - 1;
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    is_last = atomicAdd(counter, 1u) == expected - 1;
+    if (is_last) *counter = 0;
+  }
   __syncthreads();
   if (is_last) __threadfence();  // order the counter read before the partials are read
   return is_last;
 }
+
+// `count` counters at zero for last_block_to_finish on the current stream, without a memset
+// launch where possible: each stream keeps a buffer that every kernel leaves zeroed, and the
+// kernels of one stream run one after another. While the stream is being captured into a
+// CUDA graph, the counters come fresh from at::zeros (a memset node of the graph), kept
+// alive by `fresh`.
+unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh);
 
 }  // namespace smem::cuda

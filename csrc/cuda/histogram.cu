@@ -323,6 +323,14 @@ constexpr const char* kVariantNames[] = {"global_atomics", "shared", "shared_per
                                          "final"};
 constexpr int kMaxClusterLog2 = 4;  // 16 blocks: the H100's non-portable cluster limit
 
+// Which rung runs; for tuning and tests, a forced cluster size, or (final) a forced shape.
+enum class Force { kNone, kLut16, kPacked16 };
+struct Request {
+  Variant variant = Variant::kFinal;
+  int log2_cluster = 0;  // 0: choose_shape decides
+  Force force = Force::kNone;
+};
+
 // Where the counters live and how many copies: the one place that decides, from the bin
 // count and the device. Per-warp copies while they fit in a quarter of an SM's shared memory
 // (so four 512-thread blocks, a full SM, stay resident); otherwise one copy per block, up to
@@ -338,8 +346,10 @@ struct HistogramShape {
   int64_t smem_bytes = 0;
 };
 
-HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, Variant variant,
-                            int forced_log2_cluster, int device) {
+HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Request& request,
+                            int device) {
+  const Variant variant = request.variant;
+  const int forced_log2_cluster = request.log2_cluster;
   const DeviceInfo& dev = device_info(device);
   const int64_t copy_bytes = bins * int64_t(sizeof(unsigned));
   const int64_t optin = dev.max_smem_per_block_optin - 1024;  // the runtime reserves 1 KiB
@@ -350,8 +360,17 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, Variant 
   if (variant == Variant::kGlobalAtomics) return s;
   // 2-byte input, large enough that every block's table (65536 binnings) is a small cost
   const int64_t table_bytes = kPatterns16 * 2;
-  if (final && element_bytes == 2 && bins < kPatterns16 && table_bytes + copy_bytes <= optin &&
-      n >= 8 * kPatterns16 * dev.sm_count) {
+  const bool table_fits = element_bytes == 2 && bins < kPatterns16 && table_bytes + copy_bytes <= optin;
+  TORCH_CHECK_VALUE(request.force != Force::kLut16 || table_fits,
+                    "smem._histc_variant: final:lut16 needs 2-byte input and bins that fit beside the table");
+  TORCH_CHECK_VALUE(request.force != Force::kPacked16 || slice_bytes(1) <= optin,
+                    "smem._histc_variant: final:packed16 needs bins that fit as 16-bit counters");
+  if (request.force == Force::kPacked16) {
+    s.where = HistogramShape::Where::kPacked16;
+    s.smem_bytes = slice_bytes(1);
+    return s;
+  }
+  if (final && table_fits && (n >= 8 * kPatterns16 * dev.sm_count || request.force == Force::kLut16)) {
     s.where = HistogramShape::Where::kLut16;
     s.subs = static_cast<int>(std::clamp<int64_t>((optin - table_bytes) / copy_bytes, 1,
                                                   kPackedThreads / kWarpSize));
@@ -480,12 +499,6 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
   }
 }
 
-// Which rung runs, and (for tuning the cluster path) a forced cluster size.
-struct Request {
-  Variant variant = Variant::kFinal;
-  int log2_cluster = 0;  // 0: choose_shape decides
-};
-
 template <typename T>
 void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts, Request request) {
   using M = histc_math_t<T>;
@@ -494,8 +507,7 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   const T* data = x.const_data_ptr<T>();
   auto* out = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
   // Decided before anything is launched: choose_shape may refuse the request.
-  const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request.variant,
-                                            request.log2_cluster, x.device().index());
+  const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, x.device().index());
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;
@@ -503,11 +515,12 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
     const unsigned grid = grid_for(n, kRangeThreads * 8, 8);
     const auto mdtype = c10::CppTypeToScalarType<M>::value;
     at::Tensor block_range = at::empty({2 * int64_t(grid)}, x.options().dtype(mdtype));
-    at::Tensor done = at::zeros({1}, x.options().dtype(at::kInt));
+    at::Tensor fresh_counters;
+    unsigned* done = zeroed_counters(1, x.options(), fresh_counters);
     device_range = at::empty({2}, x.options().dtype(mdtype));
     range_kernel<T, M><<<grid, kRangeThreads, 0, stream>>>(
         data, n, streaming, block_range.mutable_data_ptr<M>(),
-        reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()), device_range.mutable_data_ptr<M>());
+        done, device_range.mutable_data_ptr<M>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     range.device = device_range.const_data_ptr<M>();
   }
@@ -545,12 +558,17 @@ at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& mi
   return histc_with(self, bins, min, max, dtype, Request{});
 }
 
-// `variant` is one of kVariantNames; "cluster:N" (N = 2, 4, 8 or 16) forces the cluster size.
+// `variant` is one of kVariantNames; "cluster:N" (N = 2, 4, 8 or 16) forces the cluster size,
+// and "final:lut16" or "final:packed16" that shape whatever the size (for the tests).
 at::Tensor histc_variant_cuda(const at::Tensor& self, int64_t bins, double min, double max,
                               c10::string_view variant) {
   Request request;
   const auto colon = variant.find(':');
   const c10::string_view name = variant.substr(0, colon);
+  if (variant == "final:lut16" || variant == "final:packed16") {
+    request.force = variant == "final:lut16" ? Force::kLut16 : Force::kPacked16;
+    return histc_with(self, bins, min, max, at::kLong, request);
+  }
   if (colon != c10::string_view::npos && name == "cluster") {
     const c10::string_view size = variant.substr(colon + 1);
     for (int l = 1; l <= kMaxClusterLog2; ++l)

@@ -1,5 +1,9 @@
 // Device properties and build introspection for the CUDA backend.
+#include <ATen/ATen.h>
+
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "cuda/common.cuh"
@@ -28,6 +32,29 @@ const DeviceInfo& device_info(int device) {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, device));
   });
   return infos[device];
+}
+
+unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh) {
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  const auto int_options = options.dtype(at::kInt);
+  if (capture != cudaStreamCaptureStatusNone) {
+    fresh = at::zeros({count}, int_options);
+    return reinterpret_cast<unsigned*>(fresh.mutable_data_ptr<int>());
+  }
+  // Never freed: a buffer outgrown while another host thread is about to launch on it must
+  // stay valid, and tensors must not be destroyed after the CUDA context at exit.
+  static std::mutex mutex;
+  static auto* per_stream = new std::map<std::pair<int, c10::StreamId>, at::Tensor>();
+  static auto* outgrown = new std::vector<at::Tensor>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& counters = (*per_stream)[{stream.device_index(), stream.id()}];
+  if (!counters.defined() || counters.numel() < count) {
+    if (counters.defined()) outgrown->push_back(counters);
+    counters = at::zeros({std::max<int64_t>(count, 1024)}, int_options);  // once per stream, mostly
+  }
+  return reinterpret_cast<unsigned*>(counters.mutable_data_ptr<int>());
 }
 
 std::vector<int64_t> compiled_archs() {

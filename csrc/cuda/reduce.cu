@@ -229,7 +229,8 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   using A = acc_t<T>;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto acc_dtype = c10::CppTypeToScalarType<A>::value;
-  at::Tensor partial, done;
+  at::Tensor partial, fresh_counters;
+  unsigned* done = nullptr;
   const bool streaming = stream_once(outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2));
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     const unsigned grid = grid_for(outer, kRowsPerWarpBlock);
@@ -239,12 +240,12 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     const int splits = choose_splits(outer, R, int64_t(kBlockThreads) * vec_width<T>() * 4);
     if (splits > 1) {
       partial = at::empty({outer * splits}, options.dtype(acc_dtype));
-      done = at::zeros({outer}, options.dtype(at::kInt));
+      done = zeroed_counters(outer, options, fresh_counters);
     }
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
     reduce_rows_kernel<M, kBlockThreads><<<grid, kBlockThreads, 0, stream>>>(
         a, b, out, splits > 1 ? partial.mutable_data_ptr<A>() : nullptr,
-        splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
+        done,
         outer, R, splits, streaming);
   } else {
     // 16-byte vectors along the row where every row starts 16-byte aligned
@@ -254,13 +255,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     const int splits = choose_splits(tiles, R, kColSlices * 16);
     if (splits > 1) {
       partial = at::empty({outer * inner * splits}, options.dtype(acc_dtype));
-      done = at::zeros({tiles}, options.dtype(at::kInt));
+      done = zeroed_counters(tiles, options, fresh_counters);
     }
     auto* kernel = vectors ? reduce_cols_kernel<M, V, T, O> : reduce_cols_kernel<M, 1, T, O>;
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
     kernel<<<grid, dim3(kColTile, kColSlices), 0, stream>>>(
         a, b, out, splits > 1 ? partial.mutable_data_ptr<A>() : nullptr,
-        splits > 1 ? reinterpret_cast<unsigned*>(done.mutable_data_ptr<int>()) : nullptr,
+        done,
         outer, R, inner, splits, streaming);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -228,6 +228,82 @@ transpose_vec16_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
   }
 }
 
+// Skinny matrices: one side S <= kSkinnyMax (say 33 x 65536). Square tiles would leave most
+// lanes idle on the short side, so a block takes a chunk of kSkinnyBytes along the long side
+// and the whole short side. Seen from one end, the chunk is S line segments; from the other,
+// it is one contiguous run of S * L elements. kFlatOut (the short side is the output's last
+// dim): read S segments, write the run; otherwise read the run, write S segments. Both sides
+// are coalesced; the tile row is padded by one element so walking the run down a tile
+// column spreads over the banks.
+constexpr int kSkinnyMax = 64;
+constexpr int kSkinnyBytes = 256;   // per line segment
+constexpr int kSkinnyThreads = 256;
+
+// k / d for k < 2^16 and d <= kSkinnyMax, by a float reciprocal: (k + 0.5) / d sits at least
+// 0.5 / d from an integer, far more than the float error, so the truncation is exact and an
+// integer division (a long instruction sequence) is saved per element.
+struct SmallDivisor {
+  int d;
+  float inverse;
+  __device__ explicit SmallDivisor(int divisor) : d(divisor), inverse(1.f / divisor) {}
+  __device__ void divmod(int k, int& q, int& r) const {
+    q = static_cast<int>((static_cast<float>(k) + 0.5f) * inverse);
+    r = k - q * d;
+  }
+};
+
+template <typename E, bool kFlatOut>
+__global__ void __launch_bounds__(kSkinnyThreads)
+transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g) {
+  constexpr int L = kSkinnyBytes / sizeof(E) > 0 ? kSkinnyBytes / sizeof(E) : 1;
+  static_assert(kSkinnyMax * L < (1 << 16), "SmallDivisor range");
+  __shared__ E tile[kSkinnyMax][L + 1];  // [short index][long index within the chunk]
+  const int S = static_cast<int>(kFlatOut ? g.cols : g.rows);
+  const int64_t n_long = kFlatOut ? g.rows : g.cols;
+  const SmallDivisor by_short(S);
+  const int64_t chunks = ceil_div(n_long, L);
+  const int64_t total = g.batches() * chunks;
+  for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    int64_t in_off, out_off;
+    g.batch_offsets(t / chunks, in_off, out_off);
+    const int64_t l0 = (t % chunks) * L;
+    const int len = static_cast<int>(std::min<int64_t>(L, n_long - l0));
+    const int count = S * len;
+    // Segments: lanes walk the long index l of short line s (tile[s][l]), coalesced.
+    // Run: lanes walk k = l * S + s, one contiguous stretch of memory.
+    if constexpr (kFlatOut) {
+#pragma unroll 4
+      for (int s = threadIdx.x / L; s < S; s += kSkinnyThreads / L) {
+        const int l = threadIdx.x % L;
+        if (l < len) tile[s][l] = in[in_off + s * g.col_in_stride + (l0 + l) * g.row_in_stride];
+      }
+      __syncthreads();
+      E* run = out + out_off + l0 * g.row_out_stride;  // row_out_stride == S: one run
+#pragma unroll 4
+      for (int k = threadIdx.x; k < count; k += kSkinnyThreads) {
+        int l, s;
+        by_short.divmod(k, l, s);
+        run[k] = tile[s][l];
+      }
+    } else {
+      const E* run = in + in_off + l0 * g.col_in_stride;  // col_in_stride == S: one run
+#pragma unroll 4
+      for (int k = threadIdx.x; k < count; k += kSkinnyThreads) {
+        int l, s;
+        by_short.divmod(k, l, s);
+        tile[s][l] = run[k];
+      }
+      __syncthreads();
+#pragma unroll 4
+      for (int s = threadIdx.x / L; s < S; s += kSkinnyThreads / L) {
+        const int l = threadIdx.x % L;
+        if (l < len) out[out_off + s * g.row_out_stride + l0 + l] = tile[s][l];
+      }
+    }
+    __syncthreads();  // the tile is refilled by the next iteration
+  }
+}
+
 template <typename E>
 __global__ void __launch_bounds__(kRowCopyThreads)
 transpose_rows_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g) {
@@ -288,15 +364,36 @@ bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_byte
   return ok;
 }
 
-constexpr int kVec16Cells = 16;
+// Cells per tile side: 16 x 16 cells (256 threads) while the planes fit in 48 KiB of shared
+// memory; 1-byte elements have 16 planes of 16 x 16-byte cells, so 8 x 8 cells (64 threads,
+// four times the blocks per SM).
+template <typename E>
+constexpr int vec16_cells() { return sizeof(E) == 1 ? 8 : 16; }
 
 template <typename E>
 void launch_vec16(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
-  constexpr int P = 16 / sizeof(E);
+  constexpr int P = 16 / sizeof(E), kCells = vec16_cells<E>();
   const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);
-  const int64_t tiles = g.batches() * ceil_div(rows, kVec16Cells) * ceil_div(cols, kVec16Cells);
-  transpose_vec16_kernel<E, kVec16Cells>
-      <<<grid_for(tiles, 1, 8), kVec16Cells * kVec16Cells, 0, stream>>>(in, out, g);
+  const int64_t tiles = g.batches() * ceil_div(rows, kCells) * ceil_div(cols, kCells);
+  transpose_vec16_kernel<E, kCells><<<grid_for(tiles, 1, 8 * 256 / (kCells * kCells)),
+                                      kCells * kCells, 0, stream>>>(in, out, g);
+}
+
+// The skinny kernel applies where the short side is at most kSkinnyMax and its run is
+// contiguous: the output rows (short side last) or the input columns (short side first).
+// Returns whether it launched.
+template <typename E>
+bool launch_skinny(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  constexpr int L = kSkinnyBytes / sizeof(E) > 0 ? kSkinnyBytes / sizeof(E) : 1;
+  const bool flat_out = g.cols <= kSkinnyMax && g.rows > L && g.row_out_stride == g.cols;
+  const bool flat_in = g.rows <= kSkinnyMax && g.cols > L && g.row_in_stride == 1 &&
+                       g.col_in_stride == g.rows;
+  if (!g.tiled || !(flat_out || flat_in)) return false;
+  const int64_t chunks = g.batches() * ceil_div(flat_out ? g.rows : g.cols, L);
+  const unsigned grid = grid_for(chunks, 1, 8);
+  if (flat_out) transpose_skinny_kernel<E, true><<<grid, kSkinnyThreads, 0, stream>>>(in, out, g);
+  else transpose_skinny_kernel<E, false><<<grid, kSkinnyThreads, 0, stream>>>(in, out, g);
+  return true;
 }
 
 // The input is read in its own element order (a row copy whose batches tile memory exactly
@@ -325,6 +422,8 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
     }
     const int64_t segments = g.batches() * ceil_div(g.cols, kRowCopyThreads * kRowCopyPerThread);
     transpose_rows_kernel<E><<<grid_for(segments, 1, 8), kRowCopyThreads, 0, stream>>>(in, out, g);
+  } else if (variant == Variant::kFinal && launch_skinny(in, out, g, stream)) {
+    // done: a short side, staged whole
   } else if (variant == Variant::kSmemUnpadded) {
     launch_tiles<E, PlainBlock<E>, 32, 0>(in, out, g, stream);
   } else if (variant == Variant::kSmemPadded) {
@@ -340,7 +439,8 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
       launch_tiles<E, PlainBlock<E>, sizeof(E) == 4 ? 64 : 32, 1>(in, out, g, stream);
     }
   } else if constexpr (sizeof(E) == 1) {
-    if (cells_aligned(in, g, PackedBlock<E>::P, 4)) launch_tiles<E, PackedBlock<E>, 32, 1>(in, out, g, stream);
+    if (cells_aligned(in, g, 16, 16)) launch_vec16<E>(in, out, g, stream);
+    else if (cells_aligned(in, g, PackedBlock<E>::P, 4)) launch_tiles<E, PackedBlock<E>, 32, 1>(in, out, g, stream);
     else launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
   } else {
     launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);  // 16-byte elements
