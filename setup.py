@@ -9,6 +9,7 @@ MAX_JOBS are honoured by torch.utils.cpp_extension. Build with
 
 import glob
 import os
+import sys
 
 import torch
 from setuptools import setup
@@ -32,10 +33,16 @@ def rel(pattern: str) -> list[str]:
 def extension():
     sources = rel("csrc/*.cpp") + rel("csrc/cpu/*.cpp")
     cxx = ["-O3"]
+    link = []
+    # at::parallel_for is a header template whose OpenMP pragmas are compiled into the caller:
+    # without -fopenmp every CPU kernel runs on one thread. (Apple clang has no -fopenmp.)
+    if sys.platform.startswith("linux"):
+        cxx.append("-fopenmp")
+        link.append("-fopenmp")
     include_dirs = [os.path.join(ROOT, "csrc")]
     if not want_cuda():
         return CppExtension("smem_ops._C", sources, include_dirs=include_dirs,
-                            extra_compile_args={"cxx": cxx})
+                            extra_compile_args={"cxx": cxx}, extra_link_args=link)
     nvcc = [
         "-O3",
         "-lineinfo",  # source lines in compute-sanitizer and ncu reports; no runtime cost
@@ -46,6 +53,7 @@ def extension():
         sources + rel("csrc/cuda/*.cu"),
         include_dirs=include_dirs,
         extra_compile_args={"cxx": cxx + ["-DSMEM_WITH_CUDA=1"], "nvcc": nvcc + ["-DSMEM_WITH_CUDA=1"]},
+        extra_link_args=link,
     )
 
 

@@ -1,5 +1,8 @@
-// CPU transpose: the geometry from transpose.h, walked in cache-sized square blocks so each
-// block's source rows and destination rows both stay in L1 while the block is copied.
+// CPU transpose: the geometry from transpose.h, walked in square tiles, each staged through a
+// small contiguous buffer (the CPU twin of the GPU's shared-memory tile): the tile is read
+// line by line along the input's contiguous dim and written line by line along the output's.
+// Without the buffer, a power-of-two matrix makes one side walk lines 2^k bytes apart, which
+// all fall in one L1 set and evict each other before they are used again.
 // The kernel only moves bytes, so it is instantiated per element size, not per dtype.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -7,17 +10,36 @@
 
 #include <cstring>
 
+#include "cpu/simd.h"
 #include "transpose.h"
 
 namespace smem::cpu {
 namespace {
 
+// Tile side: kTile^2 elements of buffer, 4 KiB for 4-byte elements.
+template <typename E>
+constexpr int64_t cpu_tile() { return sizeof(E) <= 2 ? 64 : (sizeof(E) <= 4 ? 32 : 16); }
+
+// Output rows [r0, r1) x columns [c0, c1) of one batch: output (r, c) = in[r * rs + c * cs].
+template <typename E>
+SMEM_SIMD_CLONES void transpose_tile(const E* src, E* dst, int64_t r0, int64_t r1, int64_t c0,
+                                     int64_t c1, int64_t rs, int64_t cs, int64_t ros) {
+  constexpr int64_t kTile = cpu_tile<E>();
+  E buf[kTile][kTile];  // [c - c0][r - r0]
+  const int64_t h = r1 - r0, w = c1 - c0;
+  for (int64_t c = 0; c < w; ++c) {  // along the input's rows dim (contiguous when rs == 1)
+    const E* s = src + (c0 + c) * cs + r0 * rs;
+    for (int64_t r = 0; r < h; ++r) buf[c][r] = s[r * rs];
+  }
+  for (int64_t r = 0; r < h; ++r) {  // along the output's last dim
+    E* d = dst + (r0 + r) * ros + c0;
+    for (int64_t c = 0; c < w; ++c) d[c] = buf[c][r];
+  }
+}
+
 template <typename E>
 void transpose_kernel(const E* in, E* out, const TransposeGeometry& g) {
-  // kTile x kTile blocks, small enough that the pages one block touches (a page per source
-  // column and per destination row at large strides) fit the first-level TLB: 32 x 32 for
-  // 4-byte elements (measured 78 vs 104 ms at 64 x 64 on 4096^2 fp32, 2-core dev machine).
-  constexpr int64_t kTile = sizeof(E) <= 2 ? 64 : (sizeof(E) <= 4 ? 32 : 16);
+  constexpr int64_t kTile = cpu_tile<E>();
   const int64_t row_tiles = (g.rows + kTile - 1) / kTile;
   const int64_t col_tiles = (g.cols + kTile - 1) / kTile;
   const int64_t per_batch = g.tiled ? row_tiles * col_tiles : g.rows;
@@ -43,12 +65,8 @@ void transpose_kernel(const E* in, E* out, const TransposeGeometry& g) {
       }
       const int64_t r0 = (t % per_batch) / col_tiles * kTile;
       const int64_t c0 = (t % per_batch) % col_tiles * kTile;
-      const int64_t r1 = std::min(r0 + kTile, rows), c1 = std::min(c0 + kTile, cols);
-      for (int64_t r = r0; r < r1; ++r) {
-        const E* s = src + r * rs;
-        E* d = dst + r * ros;
-        for (int64_t c = c0; c < c1; ++c) d[c] = s[c * cs];
-      }
+      transpose_tile(src, dst, r0, std::min(r0 + kTile, rows), c0, std::min(c0 + kTile, cols),
+                     rs, cs, ros);
     }
   });
 }
