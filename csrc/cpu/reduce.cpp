@@ -19,8 +19,8 @@ namespace smem::cpu {
 namespace {
 
 constexpr int64_t kBlock = 4096;
-// 32 lanes: four AVX2 (two AVX-512) accumulators, so the adds of consecutive vectors don't
-// wait on each other (one accumulator is bound by the add latency: 2.4x slower measured).
+// 32 lanes: several vector accumulators, so the adds of consecutive vectors don't wait on
+// each other (one accumulator is bound by the add latency: 2.4x slower measured).
 constexpr int kLanes = 32;
 constexpr int64_t kColTile = 512;
 constexpr int64_t kColLeafRows = 32;
@@ -37,14 +37,25 @@ A combine_pairwise(std::vector<A>& v) {
   return v[0];
 }
 
+// What a row sum of T accumulates in: double for fp32 (and complex64) input. A float lane
+// adding 128 copies of 1.23f drifts by 3e-7, more than torch's cascade sum on 8+ threads;
+// double lanes give the correctly rounded float (1.6e-8), at half the vector width (1M
+// fp32 in cache: 2x slower; 16M from memory: about the same). fp16/bf16 keep float lanes,
+// as torch does: their inputs carry 8-11 bits.
+template <typename T, typename A> struct Widen { using type = A; };
+template <> struct Widen<float, float> { using type = double; };
+template <> struct Widen<c10::complex<float>, c10::complex<float>> { using type = c10::complex<double>; };
+template <typename T, typename A> using widen_t = typename Widen<T, A>::type;
+
 template <ReduceMap M, typename A, typename T>
-SMEM_SIMD_CLONES A block_sum(const T* a, const T* b, int64_t n) {
-  A lane[kLanes];
-  for (auto& l : lane) l = A(0);
+SMEM_SIMD_CLONES widen_t<T, A> block_sum(const T* a, const T* b, int64_t n) {
+  using W = widen_t<T, A>;
+  W lane[kLanes];
+  for (auto& l : lane) l = W(0);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] += map_element<M, A>(a[i + l], b[i + l]);
-  for (int l = 0; i < n; ++i, ++l) lane[l] += map_element<M, A>(a[i], b[i]);
+    for (int l = 0; l < kLanes; ++l) lane[l] += map_element<M, W>(a[i + l], b[i + l]);
+  for (int l = 0; i < n; ++i, ++l) lane[l] += map_element<M, W>(a[i], b[i]);
   for (int width = kLanes / 2; width > 0; width /= 2)  // pairwise, in a fixed order
     for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
@@ -53,16 +64,17 @@ SMEM_SIMD_CLONES A block_sum(const T* a, const T* b, int64_t n) {
 // Sum of one contiguous row; parallel over blocks when called outside a parallel region.
 template <ReduceMap M, typename A, typename T>
 A row_sum(const T* a, const T* b, int64_t n) {
+  using W = widen_t<T, A>;
   const int64_t nblocks = (n + kBlock - 1) / kBlock;
-  if (nblocks <= 1) return block_sum<M, A>(a, b, n);
-  std::vector<A> partial(nblocks);
+  if (nblocks <= 1) return static_cast<A>(block_sum<M, A>(a, b, n));
+  std::vector<W> partial(nblocks);
   at::parallel_for(0, nblocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t off = k * kBlock;
       partial[k] = block_sum<M, A>(a + off, b + off, std::min(kBlock, n - off));
     }
   });
-  return combine_pairwise(partial);
+  return static_cast<A>(combine_pairwise(partial));
 }
 
 // acc[0..w) = sum over rows [r0, r1) of columns [0, w), in row order.
