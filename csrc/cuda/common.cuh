@@ -195,24 +195,37 @@ __device__ inline A block_sum(A v) {
 // counting on `counter`; that block may then read everything the others wrote, using
 // load_from_l2. The counter starts at zero (zeroed_counters) and the last block sets it back
 // to zero, as every other block is done with it.
+// One thread fences for the block: the barrier orders the block's writes before thread 0's
+// fence, and a fence is cumulative, so they are visible device-wide before the count (the
+// handshake of cooperative groups' grid sync).
 __device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
   __shared__ bool is_last;
-  __threadfence();  // publish this thread's writes before the block is counted
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0) {
+    __threadfence();  // publish the block's writes before it is counted
     is_last = atomicAdd(counter, 1u) == expected - 1;
-    if (is_last) *counter = 0;
+    if (is_last) {
+      *counter = 0;
+      __threadfence();  // order the count before the block reads the others' writes
+    }
   }
   __syncthreads();
-  if (is_last) __threadfence();  // order the counter read before the partials are read
   return is_last;
 }
 
-// `count` counters at zero for last_block_to_finish on the current stream, without a memset
-// launch where possible: each stream keeps a buffer that every kernel leaves zeroed, and the
-// kernels of one stream run one after another. While the stream is being captured into a
-// CUDA graph, the counters come fresh from at::zeros (a memset node of the graph), kept
+// Device memory that is all zeros when a kernel starts, without a memset launch where
+// possible: each stream keeps a buffer per purpose that every kernel using it leaves zeroed,
+// and the kernels of one stream run one after another. While the stream is being captured
+// into a CUDA graph, the buffer comes fresh from at::zeros (a memset node of the graph), kept
 // alive by `fresh`.
-unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh);
+enum class ZeroedUse { kCounters, kHistogram };
+void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& options,
+                       at::Tensor& fresh);
+
+// `count` counters at zero for last_block_to_finish on the current stream.
+inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh) {
+  return static_cast<unsigned*>(
+      zeroed_workspace(count * int64_t(sizeof(unsigned)), ZeroedUse::kCounters, options, fresh));
+}
 
 }  // namespace smem::cuda

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -34,27 +35,30 @@ const DeviceInfo& device_info(int device) {
   return infos[device];
 }
 
-unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh) {
+void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& options,
+                       at::Tensor& fresh) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  const auto int_options = options.dtype(at::kInt);
+  const auto byte_options = options.dtype(at::kByte);
+  bytes = std::max<int64_t>(bytes, 1);
   if (capture != cudaStreamCaptureStatusNone) {
-    fresh = at::zeros({count}, int_options);
-    return reinterpret_cast<unsigned*>(fresh.mutable_data_ptr<int>());
+    fresh = at::zeros({bytes}, byte_options);
+    return fresh.mutable_data_ptr();
   }
   // Never freed: a buffer outgrown while another host thread is about to launch on it must
   // stay valid, and tensors must not be destroyed after the CUDA context at exit.
+  using Key = std::tuple<int, c10::StreamId, ZeroedUse>;
   static std::mutex mutex;
-  static auto* per_stream = new std::map<std::pair<int, c10::StreamId>, at::Tensor>();
+  static auto* buffers = new std::map<Key, at::Tensor>();
   static auto* outgrown = new std::vector<at::Tensor>();
   const std::lock_guard<std::mutex> lock(mutex);
-  at::Tensor& counters = (*per_stream)[{stream.device_index(), stream.id()}];
-  if (!counters.defined() || counters.numel() < count) {
-    if (counters.defined()) outgrown->push_back(counters);
-    counters = at::zeros({std::max<int64_t>(count, 1024)}, int_options);  // once per stream, mostly
+  at::Tensor& buffer = (*buffers)[{stream.device_index(), stream.id(), use}];
+  if (!buffer.defined() || buffer.numel() < bytes) {
+    if (buffer.defined()) outgrown->push_back(buffer);
+    buffer = at::zeros({std::max<int64_t>(bytes, 4096)}, byte_options);  // once per stream, mostly
   }
-  return reinterpret_cast<unsigned*>(counters.mutable_data_ptr<int>());
+  return buffer.mutable_data_ptr();
 }
 
 std::vector<int64_t> compiled_archs() {
