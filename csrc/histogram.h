@@ -93,15 +93,17 @@ C10_HOST_DEVICE inline void histc_widen_empty_range(M& lo, M& hi) {
   }
 }
 
-// The host flow of histc on every backend: checks, exact int64 counts (zeroed), launch(x,
-// plan, counts) on a contiguous input when there is any, then the requested dtype.
+// The host flow of histc on every backend: checks, exact int64 counts, launch(x, plan,
+// counts) on a contiguous input when there is any (it writes every bin), then the requested
+// dtype.
 template <typename Launch>
 at::Tensor histc_host(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, std::optional<at::ScalarType> dtype,
                       Launch&& launch) {
   const HistcPlan plan = plan_histc(self, bins, min, max, dtype);
-  at::Tensor counts = at::zeros({bins}, self.options().dtype(at::kLong));
-  if (self.numel() > 0) launch(self.contiguous(), plan, counts);
+  at::Tensor counts = at::empty({bins}, self.options().dtype(at::kLong));
+  if (self.numel() > 0) launch(self.contiguous(), plan, counts);  // writes every bin
+  else counts.zero_();
   return plan.out_dtype == at::kLong ? counts : counts.to(plan.out_dtype);
 }
 

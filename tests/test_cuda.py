@@ -114,3 +114,27 @@ def test_counters_reused_across_calls_and_streams():
     for got in results:
         for g, e in zip(got, expected):
             torch.testing.assert_close(g.cpu().double(), e, rtol=1e-5, atol=1e-2)
+
+
+@requires_cuda
+def test_histogram_workspace_reused_across_calls_and_streams():
+    """histc with few bins adds into a per-stream workspace that its last block moves to the
+    output and zeroes: calls of every shape in a row, on two streams, must not see each
+    other's counts."""
+    cases = [(torch.randn(n, device="cuda"), bins) for n, bins in
+             ((70_001, 2048), (1 << 20, 7), (3_000_017, 256), (5, 1000), (1 << 16, 4096))]
+    xb = torch.randn(1 << 20, device="cuda").to(torch.bfloat16)
+    expected = [torch.histc(x.cpu(), bins, -2, 2).long() for x, bins in cases]
+    expected.append(torch.histc(xb.cpu().float(), 300, -2, 2).long())
+    streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    results = []
+    for rep in range(6):
+        with torch.cuda.stream(streams[rep % 2]):
+            got = [smem_ops.histc(x, bins, -2, 2, dtype=torch.int64) for x, bins in cases]
+            got.append(torch.ops.smem._histc_variant(xb, 300, -2.0, 2.0, "final:lut16"))
+            results.append(got)
+    torch.cuda.synchronize()
+    for got in results:
+        for g, e in zip(got, expected):
+            assert torch.equal(g.cpu(), e)

@@ -41,6 +41,9 @@ constexpr int kHistThreads = 512;
 // block keeps twice the loads in flight.
 constexpr int kPackedThreads = 1024;
 constexpr int kRangeThreads = 256;
+// Room left beside the dynamic shared memory for the kernels' static shared memory (the
+// last-block flag, warp totals).
+constexpr int64_t kStaticSmemReserve = 1024;
 
 // The range the histogram kernels bin into: given by value, or (auto-range) read from `device`.
 template <typename M>
@@ -57,6 +60,39 @@ struct Range {
     }
   }
 };
+
+// Where a histogram kernel's blocks add their counts. Many bins: straight into the output,
+// zeroed by a memset first. Few bins (kFusedBins): into a per-stream workspace that is zero
+// when the kernel starts; the last block to finish moves the counts to the output and leaves
+// the workspace zeroed, which saves the memset launch (measurable on small inputs).
+struct Counts {
+  unsigned long long* add;  // zero when the kernel starts
+  int64_t* out;             // nullptr: `add` is the output
+  unsigned* done;           // with `out`: a zeroed counter for last_block_to_finish
+
+  // Called by every thread of every block once the block's adds are issued.
+  __device__ void finish(int64_t bins) const {
+    if (out == nullptr || !last_block_to_finish(done, gridDim.x)) return;
+    constexpr int kBatch = 4;  // independent L2 reads in flight per thread
+    for (int64_t b0 = threadIdx.x; b0 < bins; b0 += kBatch * blockDim.x) {
+      unsigned long long v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t b = b0 + u * blockDim.x;
+        v[u] = b < bins ? load_from_l2(&add[b]) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t b = b0 + u * blockDim.x;
+        if (b < bins) {
+          out[b] = static_cast<int64_t>(v[u]);
+          add[b] = 0;
+        }
+      }
+    }
+  }
+};
+constexpr int64_t kFusedBins = 2048;  // one batch of the move for a 512-thread block
 
 // Calls f(x[i]) for the i in [0, n) that belong to thread t of nthreads. With kVector, the
 // aligned body moves in 16-byte vectors, two in flight per thread.
@@ -147,28 +183,46 @@ __device__ inline void count_bin(C* counter, int64_t bin) {
   }
 }
 
-// `subs` private histograms of 32-bit counters per block in dynamic shared memory; warp w
-// counts into copy w % subs. The host keeps each block's element count below 2^32.
+// `subs` private copies of `bins` 32-bit counters in a block's shared memory; warp w counts
+// into copy w % subs, so few warps (none, with a copy per warp) contend for a counter.
+struct WarpCopies {
+  unsigned* base;  // [subs][bins]
+  int subs;
+  int64_t bins;
+  __device__ void zero() const {
+    for (int64_t b = threadIdx.x; b < subs * bins; b += blockDim.x) base[b] = 0;
+  }
+  __device__ unsigned* mine() const { return base + (threadIdx.x / kWarpSize) % subs * bins; }
+  // After a __syncthreads: adds the copies' sum of each bin to the global counts.
+  __device__ void flush(unsigned long long* counts) const {
+    for (int64_t b = threadIdx.x; b < bins; b += blockDim.x) {
+      unsigned long long total = 0;
+      for (int k = 0; k < subs; ++k) total += base[k * bins + b];
+      if (total) atomicAdd(&counts[b], total);
+    }
+  }
+};
+
+// Private histograms per block (WarpCopies) in dynamic shared memory. The host keeps each
+// block's element count below 2^32.
 template <typename T, typename M, bool kVector>
 __global__ void __launch_bounds__(kHistThreads)
 histogram_shared_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs, Range<M> range,
-                        unsigned long long* counts) {
-  extern __shared__ unsigned sub_counts[];  // [subs][bins]
-  for (int64_t b = threadIdx.x; b < subs * bins; b += kHistThreads) sub_counts[b] = 0;
+                        Counts counts) {
+  extern __shared__ unsigned smem[];
+  const WarpCopies copies{smem, subs, bins};
+  copies.zero();
   M lo, hi;
   range.load(lo, hi);
   __syncthreads();
-  unsigned* mine = sub_counts + (threadIdx.x / kWarpSize) % subs * bins;
+  unsigned* mine = copies.mine();
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
                             int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
                               count_bin<false>(mine, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
                             });
   __syncthreads();
-  for (int64_t b = threadIdx.x; b < bins; b += kHistThreads) {
-    unsigned long long total = 0;
-    for (int k = 0; k < subs; ++k) total += sub_counts[k * bins + b];
-    if (total) atomicAdd(&counts[b], total);
-  }
+  copies.flush(counts.add);
+  counts.finish(bins);
 }
 
 // Bins that one block holds as 16-bit counters but not as 32-bit ones: two bins per word (bin
@@ -181,7 +235,7 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int
 template <typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
 histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Range<M> range,
-                          unsigned long long* counts) {
+                          Counts counts) {
   extern __shared__ unsigned pairs[];  // ceil(bins / 2) words
   const int64_t words = (bins + 1) / 2;
   for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) pairs[w] = 0;
@@ -196,19 +250,20 @@ histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, R
                            const unsigned add = (bin & 1) ? 0x10000u : 1u;
                            const unsigned old = atomicAdd(&pairs[bin >> 1], add);
                            if (add == 1u && (old & 0xFFFFu) == 0xFFFFu) {
-                             atomicAdd(&counts[bin], 0x10000ull);
-                             if (high_bin < bins) atomicAdd(&counts[high_bin], ~0ull);  // -1
+                             atomicAdd(&counts.add[bin], 0x10000ull);
+                             if (high_bin < bins) atomicAdd(&counts.add[high_bin], ~0ull);  // -1
                            }
                            if (old > 0xFFFFFFFFu - add && high_bin < bins)
-                             atomicAdd(&counts[high_bin], 0x10000ull);
+                             atomicAdd(&counts.add[high_bin], 0x10000ull);
                          });
   __syncthreads();
   for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) {
     const unsigned pair = pairs[w];
-    if (pair & 0xFFFFu) atomicAdd(&counts[2 * w], static_cast<unsigned long long>(pair & 0xFFFFu));
+    if (pair & 0xFFFFu) atomicAdd(&counts.add[2 * w], static_cast<unsigned long long>(pair & 0xFFFFu));
     if ((pair >> 16) && 2 * w + 1 < bins)
-      atomicAdd(&counts[2 * w + 1], static_cast<unsigned long long>(pair >> 16));
+      atomicAdd(&counts.add[2 * w + 1], static_cast<unsigned long long>(pair >> 16));
   }
+  counts.finish(bins);
 }
 
 // 2-byte inputs (fp16, bf16, int16) have only 65536 bit patterns. Each block first bins
@@ -221,11 +276,11 @@ constexpr int64_t kPatterns16 = 65536;
 template <typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
 histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs,
-                       Range<M> range, unsigned long long* counts) {
+                       Range<M> range, Counts counts) {
   static_assert(sizeof(T) == 2, "a table of 16-bit patterns");
   extern __shared__ unsigned smem[];
   auto* table = reinterpret_cast<unsigned short*>(smem);      // [kPatterns16]
-  unsigned* sub_counts = smem + kPatterns16 / 2;               // [subs][bins]
+  const WarpCopies copies{smem + kPatterns16 / 2, subs, bins};  // after the table
   M lo, hi;
   range.load(lo, hi);
   for (int p = threadIdx.x; p < kPatterns16; p += kPackedThreads) {
@@ -234,9 +289,9 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int 
     memcpy(&v, &bits, sizeof(v));
     table[p] = static_cast<unsigned short>(histc_bin<M>(static_cast<M>(v), lo, hi, bins) + 1);
   }
-  for (int64_t b = threadIdx.x; b < subs * bins; b += kPackedThreads) sub_counts[b] = 0;
+  copies.zero();
   __syncthreads();
-  unsigned* mine = sub_counts + (threadIdx.x / kWarpSize) % subs * bins;
+  unsigned* mine = copies.mine();
   for_each_element<true>(reinterpret_cast<const unsigned short*>(x), n,
                          blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
                          int64_t(gridDim.x) * kPackedThreads, streaming, [&](unsigned short v) {
@@ -244,11 +299,8 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int 
                            if (bin) atomicAdd(&mine[bin - 1], 1u);
                          });
   __syncthreads();
-  for (int64_t b = threadIdx.x; b < bins; b += kPackedThreads) {
-    unsigned long long total = 0;
-    for (int k = 0; k < subs; ++k) total += sub_counts[k * bins + b];
-    if (total) atomicAdd(&counts[b], total);
-  }
+  copies.flush(counts.add);
+  counts.finish(bins);
 }
 
 // Adds 1 to the counter at `mine` (an address in this block's shared memory), or to the
@@ -277,7 +329,7 @@ __device__ inline void add_one_in_cluster(unsigned* mine, unsigned owner, unsign
 template <typename T, typename M>
 __global__ void __launch_bounds__(kHistThreads)
 histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int log2_cluster, Range<M> range,
-                         unsigned long long* counts) {
+                         Counts counts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   extern __shared__ unsigned slice[];  // this block's share of the bins
@@ -299,8 +351,9 @@ histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, in
   cluster.sync();  // every add has landed, and no block leaves while others may add to it
   for (int64_t o = threadIdx.x; o < slice_bins; o += kHistThreads) {
     const int64_t b = (o << log2_cluster) | rank;
-    if (b < bins && slice[o]) atomicAdd(&counts[b], static_cast<unsigned long long>(slice[o]));
+    if (b < bins && slice[o]) atomicAdd(&counts.add[b], static_cast<unsigned long long>(slice[o]));
   }
+  counts.finish(bins);
 #else
   __trap();  // the host launches this only where cluster_supported()
 #endif
@@ -309,13 +362,14 @@ histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, in
 template <typename T, typename M, bool kVector, bool kAggregate>
 __global__ void __launch_bounds__(kHistThreads)
 histogram_global_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Range<M> range,
-                        unsigned long long* counts) {
+                        Counts counts) {
   M lo, hi;
   range.load(lo, hi);
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
                             int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                              count_bin<kAggregate>(counts, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
+                              count_bin<kAggregate>(counts.add, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
                             });
+  counts.finish(bins);
 }
 
 enum class Variant { kGlobalAtomics, kShared, kSharedPerWarp, kCluster, kFinal };
@@ -352,7 +406,7 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
   const int forced_log2_cluster = request.log2_cluster;
   const DeviceInfo& dev = device_info(device);
   const int64_t copy_bytes = bins * int64_t(sizeof(unsigned));
-  const int64_t optin = dev.max_smem_per_block_optin - 1024;  // the runtime reserves 1 KiB
+  const int64_t optin = dev.max_smem_per_block_optin - kStaticSmemReserve;
   const int64_t limit = variant == Variant::kFinal ? optin : dev.max_smem_per_block;
   const bool final = variant == Variant::kFinal;
   HistogramShape s;
@@ -365,11 +419,12 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
                     "smem._histc_variant: final:lut16 needs 2-byte input and bins that fit beside the table");
   TORCH_CHECK_VALUE(request.force != Force::kPacked16 || slice_bytes(1) <= optin,
                     "smem._histc_variant: final:packed16 needs bins that fit as 16-bit counters");
-  if (request.force == Force::kPacked16) {
+  auto packed16 = [&] {  // one copy of 16-bit counters: half the bytes of a 32-bit slice of 2
     s.where = HistogramShape::Where::kPacked16;
     s.smem_bytes = slice_bytes(1);
     return s;
-  }
+  };
+  if (request.force == Force::kPacked16) return packed16();
   if (final && table_fits && (n >= 8 * kPatterns16 * dev.sm_count || request.force == Force::kLut16)) {
     s.where = HistogramShape::Where::kLut16;
     s.subs = static_cast<int>(std::clamp<int64_t>((optin - table_bytes) / copy_bytes, 1,
@@ -386,11 +441,7 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
     s.smem_bytes = s.subs * copy_bytes;
     return s;
   }
-  if (final && slice_bytes(1) <= optin) {  // half the bytes: 16-bit counters
-    s.where = HistogramShape::Where::kPacked16;
-    s.smem_bytes = slice_bytes(1);
-    return s;
-  }
+  if (final && slice_bytes(1) <= optin) return packed16();
   if (!(variant == Variant::kCluster || final)) return s;
   if (!cluster_supported(device)) {
     TORCH_CHECK(!(variant == Variant::kCluster),
@@ -413,10 +464,11 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
   return s;
 }
 
-// Opt a kernel into `bytes` of dynamic shared memory where that is over the default 48 KiB.
+// Opt a kernel into `bytes` of dynamic shared memory where that, with the kernel's static
+// shared memory, may pass the default 48 KiB.
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
-  if (bytes > 48 * 1024)
+  if (bytes + kStaticSmemReserve > 48 * 1024)
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(bytes)));
 }
@@ -424,7 +476,7 @@ void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
 // One wave of clusters (as many as fit on the device at once), grid-striding over the input.
 template <typename T, typename M>
 void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bins,
-                           const HistogramShape& shape, Range<M> range, unsigned long long* out,
+                           const HistogramShape& shape, Range<M> range, Counts out,
                            cudaStream_t stream) {
   auto* kernel = histogram_cluster_kernel<T, M>;
   const unsigned cluster = 1u << shape.log2_cluster;
@@ -467,7 +519,7 @@ void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem
 
 template <typename T, typename M, bool kVector, bool kAggregate>
 void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
-                   const HistogramShape& shape, Range<M> range, unsigned long long* out,
+                   const HistogramShape& shape, Range<M> range, Counts out,
                    cudaStream_t stream) {
   constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
   using Where = HistogramShape::Where;
@@ -505,18 +557,28 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = x.numel();
   const T* data = x.const_data_ptr<T>();
-  auto* out = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
   // Decided before anything is launched: choose_shape may refuse the request.
   const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, x.device().index());
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
+  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's
+  at::Tensor fresh_counters, fresh_workspace;
+  unsigned* done = zeroed_counters(2, x.options(), fresh_counters);
+  int64_t* counts_ptr = counts.mutable_data_ptr<int64_t>();
+  Counts out{reinterpret_cast<unsigned long long*>(counts_ptr), nullptr, nullptr};
+  if (plan.bins <= kFusedBins) {
+    out = Counts{static_cast<unsigned long long*>(zeroed_workspace(
+                     plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram, x.options(),
+                     fresh_workspace)),
+                 counts_ptr, done + 1};
+  } else {
+    counts.zero_();
+  }
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;
   if (plan.auto_range) {
     const unsigned grid = grid_for(n, kRangeThreads * 8, 8);
     const auto mdtype = c10::CppTypeToScalarType<M>::value;
     at::Tensor block_range = at::empty({2 * int64_t(grid)}, x.options().dtype(mdtype));
-    at::Tensor fresh_counters;
-    unsigned* done = zeroed_counters(1, x.options(), fresh_counters);
     device_range = at::empty({2}, x.options().dtype(mdtype));
     range_kernel<T, M><<<grid, kRangeThreads, 0, stream>>>(
         data, n, streaming, block_range.mutable_data_ptr<M>(),
