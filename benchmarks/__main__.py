@@ -317,7 +317,9 @@ def environment(device, ceiling):
     if device == "cuda":
         p = torch.cuda.get_device_properties(0)
         env.update(gpu=p.name, sms=p.multi_processor_count, cuda=torch.version.cuda,
-                   l2_bytes=getattr(p, "L2_cache_size", None))
+                   l2_bytes=getattr(p, "L2_cache_size", None),
+                   # the floor of this protocol: one empty kernel between the two events
+                   empty_kernel_us=round(time_cuda(lambda: torch.cuda._sleep(0)), 2))
     else:
         env.update(cpu=platform.processor() or platform.machine(), threads=torch.get_num_threads())
     return env
@@ -331,7 +333,9 @@ def run(args):
     ceiling = copy_ceiling_gbs(device)
     env = environment(device, ceiling)
     print(f"# smem_ops benchmark on {env.get('gpu', env.get('cpu'))}, torch {env['torch']}, "
-          f"copy ceiling {ceiling:.0f} GB/s (read+write), commit {env['commit']}", flush=True)
+          f"copy ceiling {ceiling:.0f} GB/s (read+write), commit {env['commit']}"
+          + (f", empty kernel {env['empty_kernel_us']} us" if "empty_kernel_us" in env else ""),
+          flush=True)
     families = args.only or list(FAMILIES)
     rows = []
     header = (f"{'op':<16} {'case':<34} {'dtype':<15} {'impl':<26} {'median us':>10} "

@@ -1,0 +1,148 @@
+"""Times a few named cases on the GPU, each output checked first: the quick loop for tuning.
+
+    python3 tools/probe.py sum_1m sum_16m hist_bf16          # selected cases
+    python3 tools/probe.py all --tag FILL=4                  # every case, tagged lines
+
+Same protocol as the benchmark (do_bench, L2 flushed, median); prints one line per case:
+tag, case, microseconds, % of the copy ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import smem_ops  # noqa: F401  (registers torch.ops.smem)
+from benchmarks.__main__ import copy_ceiling_gbs, time_cuda
+
+ops = torch.ops.smem
+dev = "cuda"
+
+
+def _randn(shape, dtype=torch.float32):
+    return torch.randn(shape, device=dev).to(dtype)
+
+
+def _sum(shape, dtype=torch.float32, dim=None):
+    x = _randn(shape, dtype)
+    fn = (lambda: ops.sum(x)) if dim is None else (lambda: ops.sum(x, [dim]))
+    ref = x.double().sum() if dim is None else x.double().sum(dim)
+    return fn, ref, x.numel() * x.element_size()
+
+
+def _squares():
+    x = _randn(1 << 24)
+    return (lambda: ops.sum_of_squares(x)), (x.double() ** 2).sum(), x.numel() * 4
+
+
+def _dot():
+    a, b = _randn(1 << 24), _randn(1 << 24)
+    return (lambda: ops.dot(a, b)), (a.double() * b.double()).sum(), 2 * a.numel() * 4
+
+
+def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0):
+    x = _randn(n, dtype)
+    rlo, rhi = (lo, hi) if lo != hi else (x.min().item(), x.max().item())
+    # torch's float counts are exact below 2^24 per bin: bin chunks of 2^23, summed in fp64
+    ref = sum(torch.histc(c.float(), bins, rlo, rhi).double() for c in x.split(1 << 23))
+    return (lambda: ops.histc(x, bins, lo, hi, dtype=torch.int64)), ref, x.numel() * x.element_size()
+
+
+def _transpose(shape, dtype=torch.float32):
+    x = (torch.randint(0, 255, shape, device=dev, dtype=torch.uint8).to(dtype)
+         if not dtype.is_floating_point else _randn(shape, dtype))
+    return (lambda: ops.transpose(x, -2, -1)), x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
+
+
+CASES = {
+    "sleep0": lambda: ((lambda: torch.cuda._sleep(0)), None, 0),
+    "sum_1m": lambda: _sum(1 << 20),
+    "sum_16m": lambda: _sum(1 << 24),
+    "sum_bf16_16m": lambda: _sum(1 << 24, torch.bfloat16),
+    "sum_256m": lambda: _sum(1 << 28),
+    "sum_rows_8192": lambda: _sum((8192, 8192), dim=-1),
+    "sum_cols_8192": lambda: _sum((8192, 8192), dim=0),
+    "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
+    "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
+    "squares_16m": _squares,
+    "dot_16m": _dot,
+    "hist_256": lambda: _hist(1 << 28, 256),
+    "hist_16m": lambda: _hist(1 << 24, 256),
+    "hist_bf16": lambda: _hist(1 << 28, 256, torch.bfloat16),
+    "hist_auto": lambda: _hist(1 << 28, 256, lo=0.0, hi=0.0),
+    "hist_16k": lambda: _hist(1 << 28, 16384),
+    "t_fp32_16k": lambda: _transpose((16384, 16384)),
+    "t_fp32_4k": lambda: _transpose((4096, 4096)),
+    "t_bf16_16k": lambda: _transpose((16384, 16384), torch.bfloat16),
+    "t_bf16_4k": lambda: _transpose((4096, 4096), torch.bfloat16),
+    "t_u8_4k": lambda: _transpose((4096, 4096), torch.uint8),
+    "t_u8_16k": lambda: _transpose((16384, 16384), torch.uint8),
+    "t_fp64_4k": lambda: _transpose((4096, 4096), torch.float64),
+    "t_8192x1000": lambda: _transpose((8192, 1000)),
+    "t_bf16_batch": lambda: _transpose((64, 512, 512), torch.bfloat16),
+}
+
+
+def time_clean(fn, runs=50):
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    clean = torch.ones(256 << 18, dtype=torch.float32, device=dev)
+    fn()
+    times = []
+    for _ in range(runs):
+        flush.zero_()
+        clean.amax()  # leaves the L2 holding clean lines of `clean`
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
+
+
+def check(out, ref):
+    if ref is None:
+        return
+    if out.dtype == torch.int64:  # histogram counts: exact
+        assert torch.equal(out.double(), ref), "counts differ"
+    elif out.dtype == ref.dtype:  # transpose: exact
+        assert torch.equal(out, ref), "transpose differs"
+    else:  # sums against float64, to the output's precision
+        eps = torch.finfo(out.dtype).eps
+        torch.testing.assert_close(out.double(), ref, rtol=2 * eps, atol=1e-3)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("cases", nargs="+")
+    p.add_argument("--tag", default="")
+    p.add_argument("--ceiling", type=float, default=0.0, help="GB/s; measured when 0")
+    p.add_argument("--clean", action="store_true",
+                   help="flush the L2 and then fill it with clean lines (a read of 256 MB), to see "
+                        "what the dirty lines do_bench's flush leaves behind cost")
+    args = p.parse_args(argv)
+    names = list(CASES) if args.cases == ["all"] else args.cases
+    ceiling = args.ceiling or copy_ceiling_gbs(dev)
+    for name in names:
+        fn, ref, nbytes = CASES[name]()
+        out = fn()
+        try:
+            check(out, ref)
+        except AssertionError as e:
+            print(f"{args.tag:>16} {name:<16} WRONG: {str(e)[:200]}", flush=True)
+            continue
+        us = time_clean(fn) if args.clean else time_cuda(fn)
+        pct = 100 * nbytes / us / 1e3 / ceiling if nbytes else 0.0
+        print(f"{args.tag:>16} {name:<16} {us:9.1f} us {pct:6.1f} %", flush=True)
+        del fn, ref, out
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
