@@ -68,6 +68,7 @@ CASES = {
     "sum_256m": lambda: _sum(1 << 28),
     "sum_rows_8192": lambda: _sum((8192, 8192), dim=-1),
     "sum_cols_8192": lambda: _sum((8192, 8192), dim=0),
+    "sum_cols_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
     "squares_16m": _squares,
@@ -77,6 +78,7 @@ CASES = {
     "hist_bf16": lambda: _hist(1 << 28, 256, torch.bfloat16),
     "hist_auto": lambda: _hist(1 << 28, 256, lo=0.0, hi=0.0),
     "hist_16k": lambda: _hist(1 << 28, 16384),
+    "hist_64k": lambda: _hist(1 << 28, 65536),
     "t_fp32_16k": lambda: _transpose((16384, 16384)),
     "t_fp32_4k": lambda: _transpose((4096, 4096)),
     "t_bf16_16k": lambda: _transpose((16384, 16384), torch.bfloat16),
@@ -84,6 +86,7 @@ CASES = {
     "t_u8_4k": lambda: _transpose((4096, 4096), torch.uint8),
     "t_u8_16k": lambda: _transpose((16384, 16384), torch.uint8),
     "t_fp64_4k": lambda: _transpose((4096, 4096), torch.float64),
+    "t_fp64_8k": lambda: _transpose((8192, 8192), torch.float64),
     "t_8192x1000": lambda: _transpose((8192, 1000)),
     "t_bf16_batch": lambda: _transpose((64, 512, 512), torch.bfloat16),
 }

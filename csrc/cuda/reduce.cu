@@ -26,10 +26,11 @@ constexpr int kBlockThreads = 256;
 constexpr int kRowsPerWarpBlock = kBlockThreads / kWarpSize;
 constexpr int kLoadsInFlight = 4;
 constexpr int kRowBlocksPerSm = 8;                // row sums split until the device is full
-// Column sums: a thread sums at least this many rows, and R is split over blocks only until
-// the device has this many blocks per SM. Fewer, longer-running blocks than for row sums:
-// measured on the H100, sum over dim 1 of fp32 (32, 4096, 128) and dim 0 of 8192^2 took
-// 39.4 / 111.0 us split for 8 blocks per SM and 36.4 / 104.1 us for 2 (1 and 3 were slower).
+// Column sums: a thread sums at least this many rows, and R is split over blocks (each a
+// contiguous run of rows) only until the device has this many blocks per SM. Fewer, longer
+// blocks than for row sums: measured on the H100, sum over dim 1 of (32, 4096, 128) fp32 /
+// bf16 and over dim 0 of 8192^2 fp32 / bf16 took 41.1 / 23.2 / 110.5 / 73.2 us split for 8
+// blocks per SM, 36.6 / 24.0 / 106.0 / 67.5 us for 4 and 33.8 / 21.8 / 102.4 / 61.7 us for 2.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 2;
 constexpr int64_t kWarpRowMax = 4096;          // rows up to this length get one warp each
@@ -162,7 +163,10 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
     __syncthreads();
   };
   const int64_t col_tiles = ceil_div(inner, kTileCols);
-  const int64_t row_step = static_cast<int64_t>(splits) * kSlices;
+  // Split blockIdx.y sums one contiguous run of rows, so each block streams its own stretch
+  // of memory (interleaving the splits' rows made the bandwidth depend on their number).
+  const int64_t run = ceil_div(R, splits);
+  const int64_t r_end = std::min<int64_t>(R, (blockIdx.y + 1) * run);
   for (int64_t tile = blockIdx.x; tile < outer * col_tiles; tile += gridDim.x) {
     const int64_t o = tile / col_tiles;
     // this lane's first column; the host makes inner a multiple of V, so all V exist or none
@@ -181,20 +185,20 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
         VecT va[kLoadsInFlight], vb[kLoadsInFlight];
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; ++u) {
-          if (guarded && r + u * row_step >= R) break;
-          va[u] = row_vec(a, r + u * row_step);
-          if constexpr (M == ReduceMap::kProduct) vb[u] = row_vec(b, r + u * row_step);
+          if (guarded && r + u * kSlices >= r_end) break;
+          va[u] = row_vec(a, r + u * kSlices);
+          if constexpr (M == ReduceMap::kProduct) vb[u] = row_vec(b, r + u * kSlices);
         }
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; ++u) {
-          if (guarded && r + u * row_step >= R) break;
+          if (guarded && r + u * kSlices >= r_end) break;
           add(va[u], M == ReduceMap::kProduct ? vb[u] : va[u]);
         }
       };
-      int64_t r = static_cast<int64_t>(blockIdx.y) * kSlices + threadIdx.y;
-      for (; r + (kLoadsInFlight - 1) * row_step < R; r += kLoadsInFlight * row_step)
+      int64_t r = blockIdx.y * run + threadIdx.y;
+      for (; r + (kLoadsInFlight - 1) * kSlices < r_end; r += kLoadsInFlight * kSlices)
         batch(r, std::false_type{});
-      if (r < R) batch(r, std::true_type{});
+      if (r < r_end) batch(r, std::true_type{});
     }
     A v[V];
 #pragma unroll
