@@ -37,6 +37,22 @@ def _l2_flush_buffer(device):
     return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)
 
 
+def time_events(fn: Callable[[], object], before_each: Callable[[], object], runs: int = 50) -> float:
+    """Median microseconds of fn between two CUDA events, before_each() (a flush) run first."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        before_each()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
+
+
 def time_cuda(fn: Callable[[], object], rep_ms: float = 100.0) -> float:
     """Median microseconds of fn on the GPU, L2 flushed between runs."""
     try:
@@ -44,19 +60,7 @@ def time_cuda(fn: Callable[[], object], rep_ms: float = 100.0) -> float:
 
         return 1000.0 * triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
     except ImportError:  # same protocol by hand: events, flush, median
-        flush = _l2_flush_buffer("cuda")
-        fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(50):
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0)
-        return statistics.median(times)
+        return time_events(fn, _l2_flush_buffer("cuda").zero_)
 
 
 def time_cpu(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0) -> float:

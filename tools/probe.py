@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 
 import torch
@@ -19,7 +18,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
-from benchmarks.__main__ import copy_ceiling_gbs, time_cuda
+from benchmarks.__main__ import copy_ceiling_gbs, time_cuda, time_events
 
 ops = torch.ops.smem
 dev = "cuda"
@@ -92,21 +91,11 @@ CASES = {
 }
 
 
-def time_clean(fn, runs=50):
+def time_clean(fn):
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     clean = torch.ones(256 << 18, dtype=torch.float32, device=dev)
-    fn()
-    times = []
-    for _ in range(runs):
-        flush.zero_()
-        clean.amax()  # leaves the L2 holding clean lines of `clean`
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    # the flush's dirty lines, then a read that leaves the L2 holding clean lines of `clean`
+    return time_events(fn, lambda: (flush.zero_(), clean.amax()))
 
 
 def check(out, ref):
