@@ -29,6 +29,10 @@
 
 #include <cooperative_groups.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "cuda/common.cuh"
 #include "histogram.h"
 #include "smem.h"
@@ -464,13 +468,30 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
   return s;
 }
 
-// Opt a kernel into `bytes` of dynamic shared memory where that, with the kernel's static
-// shared memory, may pass the default 48 KiB.
+// Opts a kernel into dynamic shared memory up to the device's limit where `bytes` of it, with
+// the kernel's static shared memory, may pass the default 48 KiB. (The attribute is only a
+// cap: the launch's own size decides occupancy, so the largest cap serves every size.)
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
   if (bytes + kStaticSmemReserve > 48 * 1024)
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(bytes)));
+                                        current_device_info().max_smem_per_block_optin));
+}
+
+// query() (kernel attributes, then an occupancy) once per kernel, device, dynamic shared
+// memory and `extra`; later launches reuse the answer instead of asking the runtime again.
+template <typename Query>
+int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, Query&& query) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int64_t, int>, int> known;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, device, smem_bytes, extra);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  const int value = query();
+  known.emplace(key, value);
+  return value;
 }
 
 // One wave of clusters (as many as fit on the device at once), grid-striding over the input.
@@ -480,9 +501,6 @@ void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bin
                            cudaStream_t stream) {
   auto* kernel = histogram_cluster_kernel<T, M>;
   const unsigned cluster = 1u << shape.log2_cluster;
-  allow_dynamic_smem(kernel, shape.smem_bytes);
-  if (cluster > 8)
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = cluster;
@@ -494,8 +512,15 @@ void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bin
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  int resident = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, kernel, &config));
+  const int resident = once_per_kernel(reinterpret_cast<const void*>(kernel), shape.smem_bytes,
+                                       static_cast<int>(cluster), [&] {
+    allow_dynamic_smem(kernel, shape.smem_bytes);
+    if (cluster > 8)
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    int clusters = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    return clusters;
+  });
   const int64_t useful = ceil_div(n, int64_t(cluster) * kHistThreads * 2 * vec_width<T>());
   const int64_t clusters = std::max<int64_t>(std::min<int64_t>(std::max(resident, 1), useful),
                                              ceil_div(n, int64_t(1) << 31));  // 32-bit counters
@@ -508,9 +533,12 @@ void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bin
 template <int kThreads, typename Kernel, typename... Args>
 void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
                      cudaStream_t stream, Args... args) {
-  allow_dynamic_smem(kernel, smem_bytes);
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem_bytes));
+  const int per_sm = once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, kThreads, [&] {
+    allow_dynamic_smem(kernel, smem_bytes);
+    int blocks = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem_bytes));
+    return blocks;
+  });
   const int64_t grid = std::max<int64_t>(grid_for(n, kThreads * per_thread, std::max(per_sm, 1)),
                                          ceil_div(n, int64_t(1) << 31));
   kernel<<<static_cast<unsigned>(grid), kThreads, smem_bytes, stream>>>(args...);
@@ -561,11 +589,13 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, x.device().index());
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
   // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's
+  const bool fused = plan.bins <= kFusedBins;
   at::Tensor fresh_counters, fresh_workspace;
-  unsigned* done = zeroed_counters(2, x.options(), fresh_counters);
+  unsigned* done =
+      plan.auto_range || fused ? zeroed_counters(2, x.options(), fresh_counters) : nullptr;
   int64_t* counts_ptr = counts.mutable_data_ptr<int64_t>();
   Counts out{reinterpret_cast<unsigned long long*>(counts_ptr), nullptr, nullptr};
-  if (plan.bins <= kFusedBins) {
+  if (fused) {
     out = Counts{static_cast<unsigned long long*>(zeroed_workspace(
                      plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram, x.options(),
                      fresh_workspace)),
