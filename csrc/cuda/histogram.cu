@@ -468,14 +468,16 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
   return s;
 }
 
-// Opts a kernel into dynamic shared memory up to the device's limit where `bytes` of it, with
-// the kernel's static shared memory, may pass the default 48 KiB. (The attribute is only a
-// cap: the launch's own size decides occupancy, so the largest cap serves every size.)
+// Opts a kernel into dynamic shared memory up to the largest any shape asks for (the device
+// limit less kStaticSmemReserve: the cap plus the kernel's static shared memory must fit the
+// limit) where `bytes` of it, with the static part, may pass the default 48 KiB. The
+// attribute is only a cap: the launch's own size decides occupancy, so one cap serves all.
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
   if (bytes + kStaticSmemReserve > 48 * 1024)
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        current_device_info().max_smem_per_block_optin));
+    C10_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(current_device_info().max_smem_per_block_optin - kStaticSmemReserve)));
 }
 
 // query() (kernel attributes, then an occupancy) once per kernel, device, dynamic shared
