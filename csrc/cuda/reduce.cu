@@ -35,41 +35,6 @@ constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 2;
 constexpr int64_t kWarpRowMax = 4096;          // rows up to this length get one warp each
 
-// Calls add(load(i)) for i = first, first + step, ... below end, in that order, issuing the
-// loads kLoadsInFlight at a time so their latencies overlap. The last batch is guarded rather
-// than left to a one-load-at-a-time loop, which would serialize up to kLoadsInFlight - 1 more
-// round trips; only the last one is (a guard on every batch cost 3% at 2^28 elements).
-template <typename Load, typename Add>
-__device__ inline void for_each_batched(int64_t first, int64_t end, int64_t step, Load&& load,
-                                        Add&& add) {
-  auto batch = [&](int64_t i, auto guarded) {
-    decltype(load(i)) v[kLoadsInFlight];
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
-      if (guarded && i + u * step >= end) break;
-      v[u] = load(i + u * step);
-    }
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
-      if (guarded && i + u * step >= end) break;
-      add(v[u]);
-    }
-  };
-  int64_t i = first;
-  for (; i + (kLoadsInFlight - 1) * step < end; i += kLoadsInFlight * step) batch(i, std::false_type{});
-  if (i < end) batch(i, std::true_type{});
-}
-
-// The vectors of a and b at one index; b's is a's own where the map reads one input.
-template <ReduceMap M, typename VecT>
-struct VecPair {
-  VecT a, b;
-  __device__ static VecPair load(const VecT* a, const VecT* b, int64_t i, bool streaming) {
-    const VecT va = load_once(a + i, streaming);
-    return {va, M == ReduceMap::kProduct ? load_once(b + i, streaming) : va};
-  }
-};
-
 // Sum of the mapped lanes of one vector, as a small tree.
 template <ReduceMap M, typename A, typename VecT>
 __device__ inline A vector_sum(const VecT& a, const VecT& b) {
@@ -104,10 +69,28 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
   const int64_t nvec = (n - head) / V;
   const VecT* av = reinterpret_cast<const VecT*>(a + head);
   const VecT* bv = reinterpret_cast<const VecT*>(b + head);
-  using Pair = VecPair<M, VecT>;
-  for_each_batched(
-      t, nvec, nthreads, [&](int64_t i) { return Pair::load(av, bv, i, streaming); },
-      [&](const Pair& p) { acc.add(vector_sum<M, A>(p.a, p.b)); });
+  // Batches of kLoadsInFlight independent loads, then one guarded batch for what is left: a
+  // one-load-at-a-time tail would serialize up to kLoadsInFlight - 1 more round trips. (A
+  // guard on every batch instead costs 3% at 2^28 elements.)
+  auto batch = [&](int64_t i, auto guarded) {
+    VecT va[kLoadsInFlight], vb[kLoadsInFlight];
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      if (guarded && i + u * nthreads >= nvec) break;
+      va[u] = load_once(&av[i + u * nthreads], streaming);
+      if constexpr (M == ReduceMap::kProduct) vb[u] = load_once(&bv[i + u * nthreads], streaming);
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      if (guarded && i + u * nthreads >= nvec) break;
+      if constexpr (M != ReduceMap::kProduct) vb[u] = va[u];
+      acc.add(vector_sum<M, A>(va[u], vb[u]));
+    }
+  };
+  int64_t i = t;
+  for (; i + (kLoadsInFlight - 1) * nthreads < nvec; i += kLoadsInFlight * nthreads)
+    batch(i, std::false_type{});
+  if (i < nvec) batch(i, std::true_type{});
   for (int64_t j = head + nvec * V + t; j < n; j += nthreads) acc.add(map_element<M, A>(a[j], b[j]));
   return acc.value();
 }
@@ -189,19 +172,33 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
     // this lane's first column; the host makes inner a multiple of V, so all V exist or none
     const int64_t c = (tile % col_tiles) * kTileCols + threadIdx.x * V;
     const int64_t base = o * R * inner + c;
+    auto row_vec = [&](const T* p, int64_t r) {
+      return load_once(reinterpret_cast<const VecT*>(p + base + r * inner), streaming);
+    };
     Accumulator<A> acc[V];
-    if (c < inner) {
-      using Pair = VecPair<M, VecT>;
-      const auto* av = reinterpret_cast<const VecT*>(a + base);
-      const auto* bv = reinterpret_cast<const VecT*>(b + base);
-      const int64_t row_vecs = inner / V;  // one row, in vectors
-      for_each_batched(
-          blockIdx.y * run + threadIdx.y, r_end, kSlices,
-          [&](int64_t r) { return Pair::load(av, bv, r * row_vecs, streaming); },
-          [&](const Pair& p) {
+    auto add = [&](const VecT& va, const VecT& vb) {
 #pragma unroll
-            for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(p.a.v[k], p.b.v[k]));
-          });
+      for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(va.v[k], vb.v[k]));
+    };
+    if (c < inner) {
+      auto batch = [&](int64_t r, auto guarded) {  // as in thread_partial
+        VecT va[kLoadsInFlight], vb[kLoadsInFlight];
+#pragma unroll
+        for (int u = 0; u < kLoadsInFlight; ++u) {
+          if (guarded && r + u * kSlices >= r_end) break;
+          va[u] = row_vec(a, r + u * kSlices);
+          if constexpr (M == ReduceMap::kProduct) vb[u] = row_vec(b, r + u * kSlices);
+        }
+#pragma unroll
+        for (int u = 0; u < kLoadsInFlight; ++u) {
+          if (guarded && r + u * kSlices >= r_end) break;
+          add(va[u], M == ReduceMap::kProduct ? vb[u] : va[u]);
+        }
+      };
+      int64_t r = blockIdx.y * run + threadIdx.y;
+      for (; r + (kLoadsInFlight - 1) * kSlices < r_end; r += kLoadsInFlight * kSlices)
+        batch(r, std::false_type{});
+      if (r < r_end) batch(r, std::true_type{});
     }
     A v[V];
 #pragma unroll
