@@ -186,8 +186,10 @@ def test_ladder_variants_exact(variant, dtype):
 @requires_cuda
 def test_bins_beyond_shared_memory():
     x = make_tensor((1_000_003,), torch.float32, "cuda")
-    for bins in (60_000, 262_144):  # opt-in shared memory, then global counters
-        assert torch.equal(smem_ops.histc(x, bins, -4, 4), torch.histc(x, bins, -4, 4))
+    # opt-in shared memory, packed 16-bit counters, split over groups of 2, 3 and 5 blocks,
+    # then global counters
+    for bins in (60_000, 100_000, 131_072, 262_144, 500_000, 2_000_000):
+        assert torch.equal(smem_ops.histc(x, bins, -4, 4), torch.histc(x, bins, -4, 4)), bins
 
 
 @requires_cuda
@@ -299,3 +301,47 @@ def test_forced_packed16_small():
     assert torch.equal(out, reference_counts(hot, 3, 0.0, 3.0))
     with pytest.raises(ValueError, match="packed16"):
         torch.ops.smem._histc_variant(x, 1 << 20, -4.0, 4.0, "final:packed16")
+
+
+@requires_cuda
+@pytest.mark.parametrize("split", range(2, 9))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_forced_split_exact(split, dtype):
+    """Bins split over a group of blocks (final:split:N forces it on any bin count), bins
+    that don't divide evenly among the group."""
+    x = make_tensor((500_009,), dtype, "cuda", low=-5, high=5)
+    x_odd = make_tensor((300_001,), dtype, "cuda", low=-5, high=5)[1:]  # misaligned
+    for bins in (split, 1001, 70_001, 262_144):
+        if (-(-bins // split) + 1) // 2 * 4 > 226 * 1024:  # block 0's counters must fit
+            continue
+        for data in (x, x_odd):
+            out = torch.ops.smem._histc_variant(data, bins, -4.0, 4.0, f"final:split:{split}")
+            assert torch.equal(out.cpu(), reference_counts(data.cpu(), bins, -4.0, 4.0)), bins
+
+
+@requires_cuda
+@pytest.mark.parametrize("split", [2, 3, 8])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=str)
+def test_split_counts_wrap_exactly(split, dtype):
+    """Bins 1, 1 + split and 2 split + 1 are, in block 1 of each group, the low and high half
+    of the first word and a last counter without a partner; each gets > 2^17 adds in every
+    group, so block 1's 16-bit counters wrap."""
+    bins = 2 * split + 2
+    hot = torch.tensor([1, 1 + split, bins - 1], dtype=torch.float32, device="cuda")
+    idx = torch.randint(0, 3, (1 << 25,), device="cuda")
+    h = (hot[idx] + 0.5).to(dtype) if dtype.is_floating_point else hot[idx].to(dtype)
+    out = torch.ops.smem._histc_variant(h, bins, 0.0, float(bins), f"final:split:{split}")
+    assert torch.equal(out, reference_counts(h, bins, 0.0, float(bins)))
+    assert out.sum().item() == h.numel()
+
+
+@requires_cuda
+def test_forced_split_errors():
+    x = torch.randn(100, device="cuda")
+    for bad in ("final:split:1", "final:split:9", "final:split:", "final:split:x"):
+        with pytest.raises(ValueError, match="split"):
+            torch.ops.smem._histc_variant(x, 100, -1.0, 1.0, bad)
+    with pytest.raises(ValueError, match="split"):
+        torch.ops.smem._histc_variant(x, 3, -1.0, 1.0, "final:split:4")  # fewer bins than blocks
+    with pytest.raises(ValueError, match="split"):
+        torch.ops.smem._histc_variant(x, 1 << 21, -1.0, 1.0, "final:split:2")  # do not fit

@@ -78,6 +78,8 @@ CASES = {
     "hist_auto": lambda: _hist(1 << 28, 256, lo=0.0, hi=0.0),
     "hist_16k": lambda: _hist(1 << 28, 16384),
     "hist_64k": lambda: _hist(1 << 28, 65536),
+    "hist_256k": lambda: _hist(1 << 28, 262144),
+    "hist_512k": lambda: _hist(1 << 28, 524288),
     "t_fp32_16k": lambda: _transpose((16384, 16384)),
     "t_fp32_4k": lambda: _transpose((4096, 4096)),
     "t_bf16_16k": lambda: _transpose((16384, 16384), torch.bfloat16),

@@ -13,10 +13,12 @@
 //                    through distributed shared memory (seed 004).
 //   final            shared_per_warp, with shared memory above 48 KiB opted into (up to the
 //                    device limit), and for large 2-byte inputs a table of every pattern's
-//                    bin; then one copy of packed 16-bit counters per block; then
-//                    a cluster; beyond that, global counters, with warp
-//                    aggregation: lanes that hit the same bin (__match_any_sync) add once,
-//                    together, so a popular bin costs one L2 atomic per warp instead of 32.
+//                    bin with per-lane copies (conflict-free adds); then one copy of packed
+//                    16-bit counters per block; then those counters split over a group of
+//                    blocks that all read the input (split); beyond that,
+//                    global counters, with warp aggregation: lanes that hit the same bin
+//                    (__match_any_sync) add once, together, so a popular bin costs one L2
+//                    atomic per warp instead of 32.
 //                    (Measured on the H100: aggregation in shared memory costs more than the
 //                    contention it saves, 9.7% vs 82% of the copy ceiling on randn with 256
 //                    bins; on global counters with one hot bin it is 30x faster.)
@@ -29,6 +31,7 @@
 
 #include <cooperative_groups.h>
 
+#include <climits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -41,6 +44,11 @@ namespace smem::cuda {
 namespace {
 
 constexpr int kHistThreads = 512;
+// Shared-kernel blocks per SM (four fit): every block ends with an atomic per bin into the
+// same global counters, so fewer blocks queue fewer same-address atomics at the end. Measured
+// on the H100 (probe, 256 bins, fp32 randn), 2 / 3 / 4 blocks per SM: 16M elements 33.6 /
+// 34.0 / 34.9-36.7 us, 2^28 elements 92.9 / 97.5 / 96.9% of the copy ceiling.
+constexpr int kSharedBlocksPerSm = 3;
 // packed16 and lut16 hold over half an SM's shared memory, so one block per SM: a full-size
 // block keeps twice the loads in flight.
 constexpr int kPackedThreads = 1024;
@@ -174,6 +182,30 @@ range_kernel(const T* x, int64_t n, bool streaming, M* block_range, unsigned* do
   }
 }
 
+__device__ inline int trunc_to_int(float q) { return __float2int_rz(q); }
+__device__ inline int trunc_to_int(double q) { return __double2int_rz(q); }
+
+// histc_bin (histogram.h) for the shared-memory kernels, whose bins are far below 2^30: the
+// same expression, truncated in 32 bits (for v in range the quotient is at most
+// bins * (1 + 2^-22), so the value is histc_bin's; out of range, NaN and overflow saturate or
+// give 0, and are then discarded or clamped as there). Branch-free and 32-bit, with the range
+// loaded and bins converted once per thread: the per-element path of compute-bound kernels
+// then has one quarter-rate F2I.S32 (not F2I.S64), no 64-bit compares and no divergence.
+template <typename M>
+struct BinMap {
+  M lo, hi, width, scale;
+  int bins;
+  __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_) {
+    range.load(lo, hi);
+    width = hi - lo;
+    scale = static_cast<M>(bins_);
+  }
+  __device__ int operator()(M v) const {
+    const int b = min(trunc_to_int((v - lo) * scale / width), bins - 1);
+    return v >= lo && v <= hi ? b : -1;
+  }
+};
+
 // Adds 1 to counter[bin] for every lane whose bin >= 0. With kAggregate, the lanes holding
 // the same bin elect one of them to add their number at once.
 template <bool kAggregate, typename C>
@@ -187,19 +219,43 @@ __device__ inline void count_bin(C* counter, int64_t bin) {
   }
 }
 
-// `subs` private copies of `bins` 32-bit counters in a block's shared memory; warp w counts
-// into copy w % subs, so few warps (none, with a copy per warp) contend for a counter.
+// Private copies of a block's 32-bit counters in shared memory, laid out so that a warp's
+// adds meet as few bank conflicts as the memory allows:
+//   per lane: 32 interleaved copies, lane l's counter of bin b at word 32 b + l. Each lane
+//     owns a bank, so a warp's 32 adds never conflict, whatever the bins (in one copy,
+//     different bins of a warp meet in banks and equal bins serialize).
+//   per warp: `subs` copies of `bins` counters, warp w adding into copy w % subs.
 struct WarpCopies {
-  unsigned* base;  // [subs][bins]
-  int subs;
-  int64_t bins;
+  unsigned* base;
+  int subs;  // per warp: copies; per lane: kWarpSize
+  int bins;
+  bool per_lane;
+
+  // The counters one thread adds into.
+  struct Slot {
+    unsigned* first;  // bin 0
+    int stride;       // words between bins
+    __device__ void add(int bin) const { atomicAdd(first + bin * stride, 1u); }
+  };
+
   __device__ void zero() const {
-    for (int64_t b = threadIdx.x; b < subs * bins; b += blockDim.x) base[b] = 0;
+    for (int w = threadIdx.x; w < subs * bins; w += blockDim.x) base[w] = 0;
   }
-  __device__ unsigned* mine() const { return base + (threadIdx.x / kWarpSize) % subs * bins; }
+  __device__ Slot mine() const {
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    return per_lane ? Slot{base + lane, kWarpSize} : Slot{base + warp % subs * bins, 1};
+  }
   // After a __syncthreads: adds the copies' sum of each bin to the global counts.
   __device__ void flush(unsigned long long* counts) const {
-    for (int64_t b = threadIdx.x; b < bins; b += blockDim.x) {
+    if (per_lane) {  // a warp per bin: its 32 counters are one row, one word per bank
+      const int lane = threadIdx.x % kWarpSize;
+      for (int b = threadIdx.x / kWarpSize; b < bins; b += blockDim.x / kWarpSize) {
+        const unsigned total = __reduce_add_sync(0xffffffffu, base[b * kWarpSize + lane]);
+        if (lane == 0 && total) atomicAdd(&counts[b], static_cast<unsigned long long>(total));
+      }
+      return;
+    }
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
       unsigned long long total = 0;
       for (int k = 0; k < subs; ++k) total += base[k * bins + b];
       if (total) atomicAdd(&counts[b], total);
@@ -211,62 +267,112 @@ struct WarpCopies {
 // block's element count below 2^32.
 template <typename T, typename M, bool kVector>
 __global__ void __launch_bounds__(kHistThreads)
-histogram_shared_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs, Range<M> range,
+histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int subs, Range<M> range,
                         Counts counts) {
   extern __shared__ unsigned smem[];
-  const WarpCopies copies{smem, subs, bins};
+  const WarpCopies copies{smem, subs, bins, /*per_lane=*/false};
   copies.zero();
-  M lo, hi;
-  range.load(lo, hi);
+  const BinMap<M> bin_of(range, bins);
   __syncthreads();
-  unsigned* mine = copies.mine();
+  const WarpCopies::Slot mine = copies.mine();
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
                             int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                              count_bin<false>(mine, histc_bin<M>(static_cast<M>(v), lo, hi, bins));
+                              const int bin = bin_of(static_cast<M>(v));
+                              if (bin >= 0) mine.add(bin);
                             });
   __syncthreads();
   copies.flush(counts.add);
   counts.finish(bins);
 }
 
-// Bins that one block holds as 16-bit counters but not as 32-bit ones: two bins per word (bin
-// 2k in the low half, 2k+1 in the high half), one copy per block, all adds local. Exact at
-// any count: the old word that atomicAdd returns shows every wrap, settled in the 64-bit
-// global counts as it happens. With o_lo wraps of the low half and o_w wraps of the word,
+// Bins that one block holds as 16-bit counters but not as 32-bit ones: two per word of
+// shared memory (local bin j in the low half of word j / 2 when even, the high half when
+// odd), one copy per block, all adds local. Local bin j counts global bin j * stride + offset.
+// Exact at any count: the old word that atomicAdd returns shows every wrap of a half,
+// settled in the 64-bit global counts as it happens. With o_lo wraps of the low half and
+// o_w wraps of the word,
 //   count(2k) = low + 2^16 o_lo,   count(2k+1) = high + 2^16 o_w - o_lo
-// (each low wrap carries 1 into the high half). Overflows come once per 65536 adds to a bin,
-// so the global fix-ups cost nothing measurable.
+// (each low wrap carries 1 into the high half, and on out of the word when that is full).
+// A half wraps once per 65536 adds to its bin, so the fix-ups cost nothing measurable.
+struct PackedCounts16 {
+  unsigned* pairs;  // ceil(bins / 2) words
+  int bins;         // local bins
+  int stride, offset;
+
+  __device__ int64_t global(int j) const { return int64_t(j) * stride + offset; }
+  __device__ void zero() const {
+    for (int w = threadIdx.x; w < (bins + 1) / 2; w += blockDim.x) pairs[w] = 0;
+  }
+  __device__ void add(int j, unsigned long long* counts) const {
+    const unsigned shift = (j & 1) * 16;
+    const unsigned old = atomicAdd(&pairs[j >> 1], 1u << shift);
+    if (((old >> shift) & 0xFFFFu) == 0xFFFFu) settle_wrap(j, old, counts);
+  }
+  __device__ void settle_wrap(int j, unsigned old, unsigned long long* counts) const {
+    atomicAdd(&counts[global(j)], 0x10000ull);
+    if (!(j & 1) && j + 1 < bins)  // the carry: -1 for the high half, +2^16 - 1 if it wrapped
+      atomicAdd(&counts[global(j + 1)], old == 0xFFFFFFFFu ? 0xFFFFull : ~0ull);
+  }
+  // After a __syncthreads: adds every counter to the global counts.
+  __device__ void flush(unsigned long long* counts) const {
+    for (int w = threadIdx.x; w < (bins + 1) / 2; w += blockDim.x) {
+      const unsigned pair = pairs[w];
+      if (pair & 0xFFFFu) atomicAdd(&counts[global(2 * w)], static_cast<unsigned long long>(pair & 0xFFFFu));
+      if ((pair >> 16) && 2 * w + 1 < bins)
+        atomicAdd(&counts[global(2 * w + 1)], static_cast<unsigned long long>(pair >> 16));
+    }
+  }
+};
+
 template <typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
-histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Range<M> range,
+histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M> range,
                           Counts counts) {
-  extern __shared__ unsigned pairs[];  // ceil(bins / 2) words
-  const int64_t words = (bins + 1) / 2;
-  for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) pairs[w] = 0;
-  M lo, hi;
-  range.load(lo, hi);
+  extern __shared__ unsigned pairs[];
+  const PackedCounts16 mine{pairs, bins, 1, 0};
+  mine.zero();
+  const BinMap<M> bin_of(range, bins);
   __syncthreads();
   for_each_element<true>(x, n, blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
                          int64_t(gridDim.x) * kPackedThreads, streaming, [&](T v) {
-                           const int64_t bin = histc_bin<M>(static_cast<M>(v), lo, hi, bins);
-                           if (bin < 0) return;
-                           const int64_t high_bin = bin | 1;  // == bins: a phantom, never counted
-                           const unsigned add = (bin & 1) ? 0x10000u : 1u;
-                           const unsigned old = atomicAdd(&pairs[bin >> 1], add);
-                           if (add == 1u && (old & 0xFFFFu) == 0xFFFFu) {
-                             atomicAdd(&counts.add[bin], 0x10000ull);
-                             if (high_bin < bins) atomicAdd(&counts.add[high_bin], ~0ull);  // -1
-                           }
-                           if (old > 0xFFFFFFFFu - add && high_bin < bins)
-                             atomicAdd(&counts.add[high_bin], 0x10000ull);
+                           const int bin = bin_of(static_cast<M>(v));
+                           if (bin >= 0) mine.add(bin, counts.add);
                          });
   __syncthreads();
-  for (int64_t w = threadIdx.x; w < words; w += kPackedThreads) {
-    const unsigned pair = pairs[w];
-    if (pair & 0xFFFFu) atomicAdd(&counts.add[2 * w], static_cast<unsigned long long>(pair & 0xFFFFu));
-    if ((pair >> 16) && 2 * w + 1 < bins)
-      atomicAdd(&counts.add[2 * w + 1], static_cast<unsigned long long>(pair >> 16));
-  }
+  mine.flush(counts.add);
+  counts.finish(bins);
+}
+
+constexpr int kMaxSplit = 8;  // every block of a group reads every element: 8 reads at most
+
+// Bins beyond one block's 16-bit counters: a group of `split` blocks shares them, block r of
+// a group holding every split-th bin (r, r + split, ...: a run of popular neighbouring bins
+// spreads over the group) as PackedCounts16. Every block of a group reads the same elements
+// and counts only its own bins, so every add stays in the block's shared memory. The blocks
+// of a group run side by side, so one of them reads an element from HBM and the others find
+// it in L2: plain loads, not streaming ones, which would evict what the others are about to
+// read. (Sharing the binning over a cluster through DSMEM instead, each block binning a
+// third of a tile and adding the codes it owns from all three, measured slower on the H100:
+// 19.7% against 22% of the copy ceiling at 262144 bins; the owner test diverges every warp.)
+template <typename T, typename M>
+__global__ void __launch_bounds__(kPackedThreads)
+histogram_split_kernel(const T* x, int64_t n, int bins, int split, unsigned split_reciprocal,
+                       Range<M> range, Counts counts) {
+  extern __shared__ unsigned pairs[];
+  const int rank = blockIdx.x % split, group = blockIdx.x / split, groups = gridDim.x / split;
+  const PackedCounts16 mine{pairs, (bins - rank + split - 1) / split, split, rank};
+  mine.zero();
+  const BinMap<M> bin_of(range, bins);
+  __syncthreads();
+  for_each_element<true>(x, n, group * int64_t(kPackedThreads) + threadIdx.x,
+                         int64_t(groups) * kPackedThreads, /*streaming=*/false, [&](T v) {
+                           const int bin = bin_of(static_cast<M>(v));
+                           // bin / split, exact while bins * split < 2^32 (the host checks)
+                           const int j = __umulhi(static_cast<unsigned>(bin), split_reciprocal);
+                           if (bin >= 0 && bin - j * split == rank) mine.add(j, counts.add);
+                         });
+  __syncthreads();
+  mine.flush(counts.add);
   counts.finish(bins);
 }
 
@@ -274,33 +380,32 @@ histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, R
 // every pattern once into a shared-memory table (bin + 1; 0 for out of range or NaN), so the
 // work per element is a table lookup and a shared atomic, with no division: bf16 at 2^28
 // elements was compute-bound at under half the copy ceiling. The table is 128 KiB, so one
-// 1024-thread block per SM, and per-warp copies of the counts fill what is left.
+// 1024-thread block per SM, and copies of the counts (WarpCopies) fill what is left.
 constexpr int64_t kPatterns16 = 65536;
 
 template <typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
-histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int subs,
+histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs, bool per_lane,
                        Range<M> range, Counts counts) {
   static_assert(sizeof(T) == 2, "a table of 16-bit patterns");
   extern __shared__ unsigned smem[];
-  auto* table = reinterpret_cast<unsigned short*>(smem);      // [kPatterns16]
-  const WarpCopies copies{smem + kPatterns16 / 2, subs, bins};  // after the table
-  M lo, hi;
-  range.load(lo, hi);
+  auto* table = reinterpret_cast<unsigned short*>(smem);                // [kPatterns16]
+  const WarpCopies copies{smem + kPatterns16 / 2, subs, bins, per_lane};  // after the table
+  const BinMap<M> bin_of(range, bins);
   for (int p = threadIdx.x; p < kPatterns16; p += kPackedThreads) {
     const auto bits = static_cast<unsigned short>(p);
     T v;
     memcpy(&v, &bits, sizeof(v));
-    table[p] = static_cast<unsigned short>(histc_bin<M>(static_cast<M>(v), lo, hi, bins) + 1);
+    table[p] = static_cast<unsigned short>(bin_of(static_cast<M>(v)) + 1);
   }
   copies.zero();
   __syncthreads();
-  unsigned* mine = copies.mine();
+  const WarpCopies::Slot mine = copies.mine();
   for_each_element<true>(reinterpret_cast<const unsigned short*>(x), n,
                          blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
                          int64_t(gridDim.x) * kPackedThreads, streaming, [&](unsigned short v) {
-                           const unsigned bin = table[v];
-                           if (bin) atomicAdd(&mine[bin - 1], 1u);
+                           const int bin = table[v];
+                           if (bin) mine.add(bin - 1);
                          });
   __syncthreads();
   copies.flush(counts.add);
@@ -332,8 +437,8 @@ __device__ inline void add_one_in_cluster(unsigned* mine, unsigned owner, unsign
 // Counters are 32-bit; the host keeps each cluster's element count below 2^32.
 template <typename T, typename M>
 __global__ void __launch_bounds__(kHistThreads)
-histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, int log2_cluster, Range<M> range,
-                         Counts counts) {
+histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int bins, int log2_cluster,
+                         Range<M> range, Counts counts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   extern __shared__ unsigned slice[];  // this block's share of the bins
@@ -342,12 +447,11 @@ histogram_cluster_kernel(const T* x, int64_t n, bool streaming, int64_t bins, in
   const unsigned owner_mask = (1u << log2_cluster) - 1;
   const int64_t slice_bins = (bins + owner_mask) >> log2_cluster;
   for (int64_t b = threadIdx.x; b < slice_bins; b += kHistThreads) slice[b] = 0;
-  M lo, hi;
-  range.load(lo, hi);
+  const BinMap<M> bin_of(range, bins);
   cluster.sync();  // every slice is zeroed before any block adds to it
   for_each_element<true>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
                          int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                           const int64_t bin = histc_bin<M>(static_cast<M>(v), lo, hi, bins);
+                           const int bin = bin_of(static_cast<M>(v));
                            if (bin >= 0)
                              add_one_in_cluster(slice + (bin >> log2_cluster),
                                                 static_cast<unsigned>(bin) & owner_mask, rank);
@@ -382,86 +486,105 @@ constexpr const char* kVariantNames[] = {"global_atomics", "shared", "shared_per
 constexpr int kMaxClusterLog2 = 4;  // 16 blocks: the H100's non-portable cluster limit
 
 // Which rung runs; for tuning and tests, a forced cluster size, or (final) a forced shape.
-enum class Force { kNone, kLut16, kPacked16 };
+enum class Force { kNone, kLut16, kPacked16, kSplit };
 struct Request {
   Variant variant = Variant::kFinal;
   int log2_cluster = 0;  // 0: choose_shape decides
   Force force = Force::kNone;
+  int split = 0;  // Force::kSplit: blocks per group
 };
 
 // Where the counters live and how many copies: the one place that decides, from the bin
-// count and the device. Per-warp copies while they fit in a quarter of an SM's shared memory
-// (so four 512-thread blocks, a full SM, stay resident); otherwise one copy per block, up to
-// the opt-in limit; then one copy of 16-bit counters (packed16); then a cluster's blocks
-// share the bins, the smallest cluster that holds them (remote adds are what costs, and a
-// cluster of C sends (C - 1) / C of them remote; measured on the H100, 2^28 randn, 65536
-// bins: C = 2, 4, 8, 16 took 1.65, 2.93, 3.46, 4.25 ms); beyond 8 blocks (where global
-// counters are as fast) or without clusters, global counters.
+// count and the device (final):
+//   shared   32-bit counters, per-warp copies while they fit in a quarter of an SM's shared
+//            memory (so four 512-thread blocks, a full SM, could stay resident), then one
+//            copy up to the opt-in limit;
+//   lut16    large 2-byte inputs: the pattern table, and per-lane copies beside it where 32
+//            fit (2^28 bf16, 256 bins: 81.0% of the copy ceiling, per-warp 71.3%), else
+//            per-warp ones. (Per-lane copies in the shared kernel measured slower: 256 bins,
+//            fp32, 16M elements 69.7 against 37.1 us, 2^28 384.9 against 369.4 us.)
+//   packed16 one copy of 16-bit counters;
+//   split    16-bit counters spread over the smallest group of blocks that holds them,
+//            every block of a group reading all the input (from L2 but once);
+//   global   beyond that: global counters.
+// The cluster rung spreads 32-bit counters over a cluster's shared memory too, but every
+// block adds to the others' counters through DSMEM, which the H100 sustains at ~0.3 adds per
+// SM per clock (2^28 randn, 65536 bins, C = 2, 4, 8, 16: 1.65, 2.93, 3.46, 4.25 ms): final
+// does not take it.
 struct HistogramShape {
-  enum class Where { kGlobal, kShared, kLut16, kPacked16, kCluster } where = Where::kGlobal;
-  int subs = 1;          // kShared, kLut16: private copies per block
-  int log2_cluster = 0;  // kCluster: blocks per cluster, as a power of two
+  enum class Where { kGlobal, kShared, kLut16, kPacked16, kSplit, kCluster } where = Where::kGlobal;
+  int subs = 1;           // kShared, kLut16: private copies per block
+  bool per_lane = false;  // kLut16: WarpCopies' per-lane layout
+  int split = 1;          // kSplit: blocks per group
+  int log2_cluster = 0;   // kCluster: blocks per cluster, as a power of two
   int64_t smem_bytes = 0;
 };
 
 HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Request& request,
                             int device) {
   const Variant variant = request.variant;
-  const int forced_log2_cluster = request.log2_cluster;
-  const DeviceInfo& dev = device_info(device);
-  const int64_t copy_bytes = bins * int64_t(sizeof(unsigned));
-  const int64_t optin = dev.max_smem_per_block_optin - kStaticSmemReserve;
-  const int64_t limit = variant == Variant::kFinal ? optin : dev.max_smem_per_block;
   const bool final = variant == Variant::kFinal;
+  const DeviceInfo& dev = device_info(device);
+  constexpr int64_t kCounter = sizeof(unsigned);
+  const int64_t copy_bytes = bins * kCounter;
+  const int64_t optin = dev.max_smem_per_block_optin - kStaticSmemReserve;
+  const int64_t limit = final ? optin : dev.max_smem_per_block;
   HistogramShape s;
-  auto slice_bytes = [&](int l) { return ceil_div(bins, int64_t(1) << l) * int64_t(sizeof(unsigned)); };
   if (variant == Variant::kGlobalAtomics) return s;
+  // WarpCopies in `budget` bytes of shared memory with at most `most` copies (one per warp).
+  auto warp_copies = [&](int64_t budget, int most, bool per_lane) {
+    s.per_lane = per_lane && kWarpSize * copy_bytes <= budget;
+    s.subs = s.per_lane ? kWarpSize : static_cast<int>(std::clamp<int64_t>(budget / copy_bytes, 1, most));
+    return s.subs * copy_bytes;
+  };
+  // 16-bit counters spread over `split` blocks: block 0 holds the most
+  auto packed_bytes = [&](int64_t split) { return ceil_div(ceil_div(bins, split), 2) * kCounter; };
+  auto split_over = [&](int64_t split) {
+    s.where = split == 1 ? HistogramShape::Where::kPacked16 : HistogramShape::Where::kSplit;
+    s.split = static_cast<int>(split);
+    s.smem_bytes = packed_bytes(split);
+    return s;
+  };
   // 2-byte input, large enough that every block's table (65536 binnings) is a small cost
   const int64_t table_bytes = kPatterns16 * 2;
   const bool table_fits = element_bytes == 2 && bins < kPatterns16 && table_bytes + copy_bytes <= optin;
   TORCH_CHECK_VALUE(request.force != Force::kLut16 || table_fits,
                     "smem._histc_variant: final:lut16 needs 2-byte input and bins that fit beside the table");
-  TORCH_CHECK_VALUE(request.force != Force::kPacked16 || slice_bytes(1) <= optin,
+  TORCH_CHECK_VALUE(request.force != Force::kPacked16 || packed_bytes(1) <= optin,
                     "smem._histc_variant: final:packed16 needs bins that fit as 16-bit counters");
-  auto packed16 = [&] {  // one copy of 16-bit counters: half the bytes of a 32-bit slice of 2
-    s.where = HistogramShape::Where::kPacked16;
-    s.smem_bytes = slice_bytes(1);
-    return s;
-  };
-  if (request.force == Force::kPacked16) return packed16();
+  TORCH_CHECK_VALUE(request.force != Force::kSplit || (bins >= request.split && packed_bytes(request.split) <= optin),
+                    "smem._histc_variant: final:split:", request.split, " needs at least ",
+                    request.split, " bins, and their 16-bit counters must fit the group");
+  if (request.force == Force::kPacked16) return split_over(1);
+  if (request.force == Force::kSplit) return split_over(request.split);
   if (final && table_fits && (n >= 8 * kPatterns16 * dev.sm_count || request.force == Force::kLut16)) {
     s.where = HistogramShape::Where::kLut16;
-    s.subs = static_cast<int>(std::clamp<int64_t>((optin - table_bytes) / copy_bytes, 1,
-                                                  kPackedThreads / kWarpSize));
-    s.smem_bytes = table_bytes + s.subs * copy_bytes;
+    s.smem_bytes = table_bytes + warp_copies(optin - table_bytes, kPackedThreads / kWarpSize, true);
     return s;
   }
   if (variant != Variant::kCluster && copy_bytes <= limit) {
     s.where = HistogramShape::Where::kShared;
-    if (variant == Variant::kSharedPerWarp || final) {
-      const int64_t quarter_sm = dev.max_smem_per_sm / 4 - 1024;
-      s.subs = static_cast<int>(std::clamp<int64_t>(quarter_sm / copy_bytes, 1, kHistThreads / kWarpSize));
-    }
-    s.smem_bytes = s.subs * copy_bytes;
+    s.smem_bytes = copy_bytes;
+    if (variant == Variant::kSharedPerWarp || final)
+      s.smem_bytes = warp_copies(dev.max_smem_per_sm / 4 - 1024, kHistThreads / kWarpSize, false);
     return s;
   }
-  if (final && slice_bytes(1) <= optin) return packed16();
-  if (!(variant == Variant::kCluster || final)) return s;
-  if (!cluster_supported(device)) {
-    TORCH_CHECK(!(variant == Variant::kCluster),
-                "smem._histc_variant: the cluster variant needs an sm_90 device and build");
+  if (final) {
+    for (int split = 1; split <= kMaxSplit; ++split)
+      if (packed_bytes(split) <= optin) return split_over(split);
     return s;
   }
-  int l = forced_log2_cluster;
+  if (variant != Variant::kCluster) return s;
+  TORCH_CHECK(cluster_supported(device),
+              "smem._histc_variant: the cluster variant needs an sm_90 device and build");
+  int l = request.log2_cluster;
+  auto slice_bytes = [&](int l) { return ceil_div(bins, int64_t(1) << l) * kCounter; };
   if (l == 0) {
     l = 1;
-    while (l < (final ? 3 : kMaxClusterLog2) && slice_bytes(l) > optin) ++l;
+    while (l < kMaxClusterLog2 && slice_bytes(l) > optin) ++l;
   }
-  if (slice_bytes(l) > optin) {
-    TORCH_CHECK(!(variant == Variant::kCluster), "smem._histc_variant: ", bins,
-                " bins do not fit a cluster of ", 1 << l, " blocks");
-    return s;
-  }
+  TORCH_CHECK(slice_bytes(l) <= optin, "smem._histc_variant: ", bins,
+              " bins do not fit a cluster of ", 1 << l, " blocks");
   s.where = HistogramShape::Where::kCluster;
   s.log2_cluster = l;
   s.smem_bytes = slice_bytes(l);
@@ -496,54 +619,78 @@ int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, Query&& q
   return value;
 }
 
-// One wave of clusters (as many as fit on the device at once), grid-striding over the input.
-template <typename T, typename M>
-void launch_cluster_counts(const T* data, int64_t n, bool streaming, int64_t bins,
-                           const HistogramShape& shape, Range<M> range, Counts out,
-                           cudaStream_t stream) {
-  auto* kernel = histogram_cluster_kernel<T, M>;
-  const unsigned cluster = 1u << shape.log2_cluster;
+// Launches `kernel` in clusters of `cluster` blocks of kThreads threads with `smem_bytes` of
+// dynamic shared memory: one wave (as many clusters as fit on the device at once), but no
+// more than `useful` and no fewer than `at_least`.
+template <int kThreads, typename Kernel, typename... Args>
+void launch_clusters(Kernel* kernel, unsigned cluster, int64_t smem_bytes, int64_t useful,
+                     int64_t at_least, cudaStream_t stream, Args... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = cluster;
   attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(cluster);
-  config.blockDim = dim3(kHistThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(shape.smem_bytes);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  const int resident = once_per_kernel(reinterpret_cast<const void*>(kernel), shape.smem_bytes,
+  const int resident = once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes,
                                        static_cast<int>(cluster), [&] {
-    allow_dynamic_smem(kernel, shape.smem_bytes);
+    allow_dynamic_smem(kernel, smem_bytes);
     if (cluster > 8)
       C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     int clusters = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
     return clusters;
   });
-  const int64_t useful = ceil_div(n, int64_t(cluster) * kHistThreads * 2 * vec_width<T>());
-  const int64_t clusters = std::max<int64_t>(std::min<int64_t>(std::max(resident, 1), useful),
-                                             ceil_div(n, int64_t(1) << 31));  // 32-bit counters
+  const int64_t clusters = std::max(std::min<int64_t>(std::max(resident, 1), useful), at_least);
   config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, data, n, streaming, bins, shape.log2_cluster, range, out));
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-// A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
-// blocks as can be resident at once, and at least one per 2^31 elements (32-bit counters).
-template <int kThreads, typename Kernel, typename... Args>
-void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
-                     cudaStream_t stream, Args... args) {
-  const int per_sm = once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, kThreads, [&] {
+// Blocks of `kernel` (kThreads threads, `smem_bytes` of dynamic shared memory) resident on
+// one SM at once.
+template <int kThreads, typename Kernel>
+int resident_blocks_per_sm(Kernel* kernel, int64_t smem_bytes) {
+  return once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, kThreads, [&] {
     allow_dynamic_smem(kernel, smem_bytes);
     int blocks = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem_bytes));
-    return blocks;
+    return std::max(blocks, 1);
   });
-  const int64_t grid = std::max<int64_t>(grid_for(n, kThreads * per_thread, std::max(per_sm, 1)),
+}
+
+// A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
+// blocks as can be resident at once (at most `most_per_sm` per SM), and at least one per
+// 2^31 elements (32-bit counters).
+template <int kThreads, typename Kernel, typename... Args>
+void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
+                     int most_per_sm, cudaStream_t stream, Args... args) {
+  const int per_sm = std::min(resident_blocks_per_sm<kThreads>(kernel, smem_bytes), most_per_sm);
+  const int64_t grid = std::max<int64_t>(grid_for(n, kThreads * per_thread, per_sm),
                                          ceil_div(n, int64_t(1) << 31));
   kernel<<<static_cast<unsigned>(grid), kThreads, smem_bytes, stream>>>(args...);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The split kernel: groups of shape.split blocks, as many groups as are resident at once.
+// PackedCounts16 are exact at any count, so no bound on a block's elements.
+template <typename T, typename M>
+void launch_split(const T* data, int64_t n, int bins, const HistogramShape& shape,
+                  Range<M> range, Counts out, cudaStream_t stream) {
+  auto* kernel = histogram_split_kernel<T, M>;
+  const int split = shape.split;
+  TORCH_INTERNAL_ASSERT(split >= 2 && split <= kMaxSplit && int64_t(bins) * split < (int64_t(1) << 32));
+  const int per_sm = resident_blocks_per_sm<kPackedThreads>(kernel, shape.smem_bytes);
+  const int64_t groups = std::max<int64_t>(
+      1, std::min<int64_t>(int64_t(per_sm) * current_device_info().sm_count / split,
+                           ceil_div(n, kPackedThreads * 2 * vec_width<T>())));
+  // ceil(2^32 / split): bin * it >> 32 == bin / split for every bin < 2^32 / split
+  const auto reciprocal = static_cast<unsigned>(((int64_t(1) << 32) + split - 1) / split);
+  kernel<<<static_cast<unsigned>(groups * split), kPackedThreads, shape.smem_bytes, stream>>>(
+      data, n, bins, split, reciprocal, range, out);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -553,25 +700,35 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
                    cudaStream_t stream) {
   constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
   using Where = HistogramShape::Where;
+  const int small_bins = static_cast<int>(std::min<int64_t>(bins, INT_MAX));  // shared memory
   switch (shape.where) {
     case Where::kShared:
       launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
-                                    shape.smem_bytes, stream, data, n, streaming, bins, shape.subs,
-                                    range, out);
+                                    shape.smem_bytes, kSharedBlocksPerSm, stream, data, n,
+                                    streaming, small_bins, shape.subs, range, out);
       break;
     case Where::kLut16:
       if constexpr (sizeof(T) == 2)
         launch_resident<kPackedThreads>(histogram_lut16_kernel<T, M>, n, kPerThread,
-                                        shape.smem_bytes, stream, data, n, streaming, bins,
-                                        shape.subs, range, out);
+                                        shape.smem_bytes, INT_MAX, stream, data, n, streaming,
+                                        small_bins, shape.subs, shape.per_lane, range, out);
       break;
     case Where::kPacked16:
       launch_resident<kPackedThreads>(histogram_packed16_kernel<T, M>, n, kPerThread,
-                                      shape.smem_bytes, stream, data, n, streaming, bins, range, out);
+                                      shape.smem_bytes, INT_MAX, stream, data, n, streaming,
+                                      small_bins, range, out);
       break;
-    case Where::kCluster:
-      launch_cluster_counts<T, M>(data, n, streaming, bins, shape, range, out, stream);
+    case Where::kSplit:
+      launch_split<T, M>(data, n, small_bins, shape, range, out, stream);
       break;
+    case Where::kCluster: {  // 32-bit counters: under 2^32 elements per cluster
+      const unsigned cluster = 1u << shape.log2_cluster;
+      launch_clusters<kHistThreads>(histogram_cluster_kernel<T, M>, cluster, shape.smem_bytes,
+                                    ceil_div(n, int64_t(cluster) * kHistThreads * 2 * vec_width<T>()),
+                                    ceil_div(n, int64_t(1) << 31), stream, data, n, streaming,
+                                    small_bins, shape.log2_cluster, range, out);
+      break;
+    }
     case Where::kGlobal:
       histogram_global_kernel<T, M, kVector, kAggregate>
           <<<grid_for(n, kHistThreads * kPerThread, 4), kHistThreads, 0, stream>>>(
@@ -653,7 +810,8 @@ at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& mi
 }
 
 // `variant` is one of kVariantNames; "cluster:N" (N = 2, 4, 8 or 16) forces the cluster size,
-// and "final:lut16" or "final:packed16" that shape whatever the size (for the tests).
+// and "final:lut16", "final:packed16" or "final:split:N" (N = 2..8) that shape whatever the
+// size (for the tests).
 at::Tensor histc_variant_cuda(const at::Tensor& self, int64_t bins, double min, double max,
                               c10::string_view variant) {
   Request request;
@@ -661,6 +819,16 @@ at::Tensor histc_variant_cuda(const at::Tensor& self, int64_t bins, double min, 
   const c10::string_view name = variant.substr(0, colon);
   if (variant == "final:lut16" || variant == "final:packed16") {
     request.force = variant == "final:lut16" ? Force::kLut16 : Force::kPacked16;
+    return histc_with(self, bins, min, max, at::kLong, request);
+  }
+  constexpr c10::string_view kSplitPrefix = "final:split:";
+  if (variant.substr(0, kSplitPrefix.size()) == kSplitPrefix) {
+    const c10::string_view size = variant.substr(kSplitPrefix.size());
+    for (int k = 2; k <= kMaxSplit; ++k)
+      if (size == std::to_string(k)) request.split = k;
+    TORCH_CHECK_VALUE(request.split > 0, "smem._histc_variant: split size '", size,
+                      "' is not one of 2..", kMaxSplit);
+    request.force = Force::kSplit;
     return histc_with(self, bins, min, max, at::kLong, request);
   }
   if (colon != c10::string_view::npos && name == "cluster") {
