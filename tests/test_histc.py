@@ -78,6 +78,32 @@ def test_edges_out_of_range_and_nan(device):
     assert torch.equal(smem_ops.histc(edges, 1024, -3, 3), torch.histc(edges, 1024, -3, 3))
 
 
+@requires_cuda
+@pytest.mark.parametrize("lo,hi,bins", [
+    (-3.0, 3.0, 1024), (0.1, 0.7, 4097), (-1e20, 1e20, 100), (1e-30, 3e-30, 999),
+    (0.0, 2.0**-100, 7), (0.0, 2.0**-101, 7),  # either side of the reciprocal path's lower limit
+    (0.0, 2.0**90, 1024), (0.0, 2.0**91, 1024),  # and of its upper one (width * bins <= 2^100)
+    (1e30, 3e30, 777), (0.0, 1e-40, 10), (-1e37, 1e37, 5)])  # outside: plain division
+def test_float_bin_edges_match_torch(lo, hi, bins):
+    """Every bin edge and its float neighbours, for widths from subnormal to near overflow:
+    the CUDA kernels divide by a per-thread reciprocal where the width allows, and must put
+    each value where torch's division does."""
+    lo32, hi32 = (torch.tensor(b, dtype=torch.float32) for b in (lo, hi))
+    edges = lo32 + (hi32 - lo32) / bins * torch.arange(bins + 1, dtype=torch.float32)
+    x = torch.cat([edges, torch.nextafter(edges, torch.tensor(float("inf"))),
+                   torch.nextafter(edges, torch.tensor(-float("inf"))),
+                   lo32 + (hi32 - lo32) * torch.rand(100_000)])
+    x = x[torch.isfinite(x)].cuda()
+    for variant in (None, "final:packed16", "final:split:2"):
+        if variant is None:
+            out = smem_ops.histc(x, bins, lo, hi)
+        elif bins >= 2:
+            out = torch.ops.smem._histc_variant(x, bins, lo, hi, variant).float()
+        else:
+            continue
+        assert torch.equal(out, torch.histc(x, bins, lo, hi)), variant
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_auto_range(device):
     x = make_tensor((10_001,), torch.float32, device)
@@ -186,9 +212,9 @@ def test_ladder_variants_exact(variant, dtype):
 @requires_cuda
 def test_bins_beyond_shared_memory():
     x = make_tensor((1_000_003,), torch.float32, "cuda")
-    # opt-in shared memory, packed 16-bit counters, split over groups of 2, 3 and 5 blocks,
-    # then global counters
-    for bins in (60_000, 100_000, 131_072, 262_144, 500_000, 2_000_000):
+    # opt-in shared memory, packed 16-bit then 6-bit counters, 6-bit counters split over
+    # groups of 2 and 8 blocks, then global counters
+    for bins in (60_000, 100_000, 131_072, 262_144, 500_000, 2_000_000, 3_000_000):
         assert torch.equal(smem_ops.histc(x, bins, -4, 4), torch.histc(x, bins, -4, 4)), bins
 
 
@@ -304,15 +330,40 @@ def test_forced_packed16_small():
 
 
 @requires_cuda
-@pytest.mark.parametrize("split", range(2, 9))
+def test_forced_packed6_small():
+    """6-bit counters in one block: small bin counts, and hot bins that fill a whole word
+    (fields 0-4) plus the last bin, so every field wraps and carries run through the word;
+    then one hot bin alone (its wraps are tallied per thread)."""
+    x = make_tensor((1_000_003,), torch.float32, "cuda", low=-5, high=5)
+    for bins in (1, 3, 1001, 280_001):
+        out = torch.ops.smem._histc_variant(x, bins, -4.0, 4.0, "final:packed6")
+        assert torch.equal(out, reference_counts(x, bins, -4.0, 4.0)), bins
+    bins = 7
+    hot = torch.tensor([0.5, 1.5, 2.5, 3.5, 4.5, 6.5], device="cuda")
+    h = hot[torch.randint(0, 6, (1 << 24,), device="cuda")]
+    out = torch.ops.smem._histc_variant(h, bins, 0.0, float(bins), "final:packed6")
+    assert torch.equal(out, reference_counts(h, bins, 0.0, float(bins)))
+    one = torch.full((1 << 24,), 1.5, device="cuda")
+    assert torch.ops.smem._histc_variant(one, bins, 0.0, float(bins), "final:packed6").tolist() == [
+        0, 1 << 24, 0, 0, 0, 0, 0]
+    with pytest.raises(ValueError, match="packed6"):
+        torch.ops.smem._histc_variant(x, 1 << 20, -4.0, 4.0, "final:packed6")
+
+
+def packed6_fits(bins, split):
+    return (-(-bins // split) + 4) // 5 * 4 <= 226 * 1024  # block 0's counters fit
+
+
+@requires_cuda
+@pytest.mark.parametrize("split", [2, 4, 8])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
 def test_forced_split_exact(split, dtype):
     """Bins split over a group of blocks (final:split:N forces it on any bin count), bins
     that don't divide evenly among the group."""
     x = make_tensor((500_009,), dtype, "cuda", low=-5, high=5)
     x_odd = make_tensor((300_001,), dtype, "cuda", low=-5, high=5)[1:]  # misaligned
-    for bins in (split, 1001, 70_001, 262_144):
-        if (-(-bins // split) + 1) // 2 * 4 > 226 * 1024:  # block 0's counters must fit
+    for bins in (split, 1001, 70_001, 262_144, 500_001):
+        if not packed6_fits(bins, split):
             continue
         for data in (x, x_odd):
             out = torch.ops.smem._histc_variant(data, bins, -4.0, 4.0, f"final:split:{split}")
@@ -320,15 +371,15 @@ def test_forced_split_exact(split, dtype):
 
 
 @requires_cuda
-@pytest.mark.parametrize("split", [2, 3, 8])
+@pytest.mark.parametrize("split", [2, 4, 8])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=str)
 def test_split_counts_wrap_exactly(split, dtype):
-    """Bins 1, 1 + split and 2 split + 1 are, in block 1 of each group, the low and high half
-    of the first word and a last counter without a partner; each gets > 2^17 adds in every
-    group, so block 1's 16-bit counters wrap."""
-    bins = 2 * split + 2
-    hot = torch.tensor([1, 1 + split, bins - 1], dtype=torch.float32, device="cuda")
-    idx = torch.randint(0, 3, (1 << 25,), device="cuda")
+    """Bins 1, 1 + split, 1 + 4 split and 5 split + 1 are, in block 1 of each group, fields
+    0, 1 and 4 (the top) of its first word and a last counter alone in its word; each gets
+    over 2^14 adds in every group, so block 1's 6-bit counters wrap and carry often."""
+    bins = 5 * split + 2
+    hot = torch.tensor([1, 1 + split, 1 + 4 * split, bins - 1], dtype=torch.float32, device="cuda")
+    idx = torch.randint(0, 4, (1 << 25,), device="cuda")
     h = (hot[idx] + 0.5).to(dtype) if dtype.is_floating_point else hot[idx].to(dtype)
     out = torch.ops.smem._histc_variant(h, bins, 0.0, float(bins), f"final:split:{split}")
     assert torch.equal(out, reference_counts(h, bins, 0.0, float(bins)))
@@ -338,10 +389,16 @@ def test_split_counts_wrap_exactly(split, dtype):
 @requires_cuda
 def test_forced_split_errors():
     x = torch.randn(100, device="cuda")
-    for bad in ("final:split:1", "final:split:9", "final:split:", "final:split:x"):
+    for bad in ("final:split:1", "final:split:3", "final:split:16", "final:split:", "final:split:x"):
         with pytest.raises(ValueError, match="split"):
             torch.ops.smem._histc_variant(x, 100, -1.0, 1.0, bad)
     with pytest.raises(ValueError, match="split"):
         torch.ops.smem._histc_variant(x, 3, -1.0, 1.0, "final:split:4")  # fewer bins than blocks
     with pytest.raises(ValueError, match="split"):
         torch.ops.smem._histc_variant(x, 1 << 21, -1.0, 1.0, "final:split:2")  # do not fit
+    x = torch.randn(1000, device="cuda")
+    assert packed6_fits(1_500_000, 8) and not packed6_fits(1_500_000, 4)
+    assert torch.equal(torch.ops.smem._histc_variant(x, 1_500_000, -1.0, 1.0, "final:split:8"),
+                       reference_counts(x, 1_500_000, -1.0, 1.0))
+    with pytest.raises(ValueError, match="split"):
+        torch.ops.smem._histc_variant(x, 1_500_000, -1.0, 1.0, "final:split:4")

@@ -45,8 +45,10 @@ def _dot():
     return (lambda: ops.dot(a, b)), (a.double() * b.double()).sum(), 2 * a.numel() * 4
 
 
-def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0):
-    x = _randn(n, dtype)
+def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
+    x = {"randn": lambda: _randn(n, dtype),
+         "uniform": lambda: (torch.rand(n, device=dev) * 8 - 4).to(dtype),
+         "one_bin": lambda: torch.full((n,), 0.1, device=dev, dtype=dtype)}[data]()
     rlo, rhi = (lo, hi) if lo != hi else (x.min().item(), x.max().item())
     # torch's float counts are exact below 2^24 per bin: bin chunks of 2^23, summed in fp64
     ref = sum(torch.histc(c.float(), bins, rlo, rhi).double() for c in x.split(1 << 23))
@@ -80,6 +82,9 @@ CASES = {
     "hist_64k": lambda: _hist(1 << 28, 65536),
     "hist_256k": lambda: _hist(1 << 28, 262144),
     "hist_512k": lambda: _hist(1 << 28, 524288),
+    "hist_one_bin": lambda: _hist(1 << 28, 256, data="one_bin"),
+    "hist_256k_uniform": lambda: _hist(1 << 28, 262144, data="uniform"),
+    "hist_256k_one_bin": lambda: _hist(1 << 28, 262144, data="one_bin"),
     "t_fp32_16k": lambda: _transpose((16384, 16384)),
     "t_fp32_4k": lambda: _transpose((4096, 4096)),
     "t_bf16_16k": lambda: _transpose((16384, 16384), torch.bfloat16),

@@ -14,8 +14,8 @@
 //   final            shared_per_warp, with shared memory above 48 KiB opted into (up to the
 //                    device limit), and for large 2-byte inputs a table of every pattern's
 //                    bin with per-lane copies (conflict-free adds); then one copy of packed
-//                    16-bit counters per block; then those counters split over a group of
-//                    blocks that all read the input (split); beyond that,
+//                    16-bit, then 6-bit counters per block; then 6-bit counters split over a
+//                    group of blocks that all read the input (split); beyond that,
 //                    global counters, with warp aggregation: lanes that hit the same bin
 //                    (__match_any_sync) add once, together, so a popular bin costs one L2
 //                    atomic per warp instead of 32.
@@ -35,6 +35,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "histogram.h"
@@ -45,11 +46,12 @@ namespace {
 
 constexpr int kHistThreads = 512;
 // Shared-kernel blocks per SM (four fit): every block ends with an atomic per bin into the
-// same global counters, so fewer blocks queue fewer same-address atomics at the end. Measured
-// on the H100 (probe, 256 bins, fp32 randn), 2 / 3 / 4 blocks per SM: 16M elements 33.6 /
-// 34.0 / 34.9-36.7 us, 2^28 elements 92.9 / 97.5 / 96.9% of the copy ceiling.
-constexpr int kSharedBlocksPerSm = 3;
-// packed16 and lut16 hold over half an SM's shared memory, so one block per SM: a full-size
+// same global counters, so fewer blocks queue fewer same-address atomics at the end, which
+// weighs more on inputs of a few L2 sizes. Measured on the H100 (probe, 256 bins, fp32
+// randn), 1 / 2 / 3 / 4 blocks per SM: 16M elements 36.1-36.9 / 32.8-33.5 / 33.6-34.5 /
+// 33.7-34.4 us; 2^28 elements (2 / 3 / 4) 96.3 / 98.6 / 96.9% of the copy ceiling.
+constexpr int kSharedBlocksPerSmSmall = 2, kSharedBlocksPerSmLarge = 3;
+// packed and lut16 hold over half an SM's shared memory, so one block per SM: a full-size
 // block keeps twice the loads in flight.
 constexpr int kPackedThreads = 1024;
 constexpr int kRangeThreads = 256;
@@ -107,8 +109,11 @@ struct Counts {
 constexpr int64_t kFusedBins = 2048;  // one batch of the move for a 512-thread block
 
 // Calls f(x[i]) for the i in [0, n) that belong to thread t of nthreads. With kVector, the
-// aligned body moves in 16-byte vectors, two in flight per thread.
-template <bool kVector, typename T, typename F>
+// aligned body moves in 16-byte vectors, and where f takes a whole vector it gets them
+// whole: two loads in flight per thread, then their work; or (kPipelined, for callers with
+// much work per element) the next vector's load in flight while f works on this one, so a
+// thread is never without a load in flight.
+template <bool kVector, bool kPipelined = false, typename T, typename F>
 __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_t nthreads,
                                         bool streaming, F&& f) {
   if constexpr (!kVector) {
@@ -116,22 +121,36 @@ __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_
   } else {
     constexpr int V = vec_width<T>();
     using VecT = Vec<T, V>;
+    auto each = [&](const VecT& a) {
+      if constexpr (std::is_invocable_v<F&, const VecT&>) {
+        f(a);
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) f(a.v[k]);
+      }
+    };
     const int64_t head = std::min<int64_t>(n, ((16 - reinterpret_cast<uintptr_t>(x) % 16) % 16) / sizeof(T));
     for (int64_t i = t; i < head; i += nthreads) f(x[i]);
     const int64_t nvec = (n - head) / V;
     const VecT* xv = reinterpret_cast<const VecT*>(x + head);
     int64_t i = t;
-    for (; i + nthreads < nvec; i += 2 * nthreads) {
-      const VecT a = load_once(&xv[i], streaming), b = load_once(&xv[i + nthreads], streaming);
-#pragma unroll
-      for (int k = 0; k < V; ++k) f(a.v[k]);
-#pragma unroll
-      for (int k = 0; k < V; ++k) f(b.v[k]);
-    }
-    for (; i < nvec; i += nthreads) {
-      const VecT a = load_once(&xv[i], streaming);
-#pragma unroll
-      for (int k = 0; k < V; ++k) f(a.v[k]);
+    if constexpr (kPipelined) {
+      if (i < nvec) {
+        VecT a = load_once(&xv[i], streaming);
+        for (; i + nthreads < nvec; i += nthreads) {
+          const VecT next = load_once(&xv[i + nthreads], streaming);
+          each(a);
+          a = next;
+        }
+        each(a);
+      }
+    } else {
+      for (; i + nthreads < nvec; i += 2 * nthreads) {
+        const VecT a = load_once(&xv[i], streaming), b = load_once(&xv[i + nthreads], streaming);
+        each(a);
+        each(b);
+      }
+      for (; i < nvec; i += nthreads) each(load_once(&xv[i], streaming));
     }
     for (int64_t j = head + nvec * V + t; j < n; j += nthreads) f(x[j]);
   }
@@ -182,29 +201,64 @@ range_kernel(const T* x, int64_t n, bool streaming, M* block_range, unsigned* do
   }
 }
 
-__device__ inline int trunc_to_int(float q) { return __float2int_rz(q); }
-__device__ inline int trunc_to_int(double q) { return __double2int_rz(q); }
-
-// histc_bin (histogram.h) for the shared-memory kernels, whose bins are far below 2^30: the
+// histc_bin (histogram.h) for the shared-memory kernels, whose bins are far below 2^22: the
 // same expression, truncated in 32 bits (for v in range the quotient is at most
-// bins * (1 + 2^-22), so the value is histc_bin's; out of range, NaN and overflow saturate or
-// give 0, and are then discarded or clamped as there). Branch-free and 32-bit, with the range
+// bins * (1 + 2^-22), so the value is histc_bin's; out of range, NaN and overflow give any
+// value, which is then discarded or clamped as there). Branch-free and 32-bit, with the range
 // loaded and bins converted once per thread: the per-element path of compute-bound kernels
-// then has one quarter-rate F2I.S32 (not F2I.S64), no 64-bit compares and no divergence.
+// has no 64-bit compares and no divergence.
 template <typename M>
 struct BinMap {
   M lo, hi, width, scale;
   int bins;
+  static_assert(std::is_same_v<M, double>, "float has its own BinMap below");
   __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_) {
     range.load(lo, hi);
     width = hi - lo;
     scale = static_cast<M>(bins_);
   }
-  __device__ int operator()(M v) const {
-    const int b = min(trunc_to_int((v - lo) * scale / width), bins - 1);
-    return v >= lo && v <= hi ? b : -1;
+  __device__ int operator()(M v, int outside = -1) const {
+    const int b = min(__double2int_rz((v - lo) * scale / width), bins - 1);
+    return v >= lo && v <= hi ? b : outside;
   }
 };
+
+// float: the division and the truncation are the costly steps, so both are rebuilt from
+// full-rate FMA-pipe instructions, with identical results.
+//   Division: div.rn.f32 compiles to MUFU.RCP, a Newton step, a quotient, a residual and a
+//   correction, guarded by FCHK (a slow path near over- and underflow). The width is fixed
+//   per thread, so the reciprocal and its Newton step are computed once, leaving a multiply
+//   and two FMAs per element: the same instructions, so the same correctly rounded quotient,
+//   wherever FCHK would pass. That holds for every quotient that can land in a bin when the
+//   width and bins * width are far from the float limits (`fast`): q >= 1/2 needs t >= w/2,
+//   and then nothing in the steps comes near over- or underflow; smaller quotients are off by
+//   at most a few ulps, so they still truncate to 0. Other widths divide with '/'.
+//   Truncation: for 0 <= q < 2^23, adding 2^23 rounding toward zero leaves trunc(q) in the
+//   low mantissa bits (one FADD instead of a quarter-rate F2I). Bins stay below 2^22.
+template <>
+struct BinMap<float> {
+  float lo, hi, width, scale, reciprocal;
+  int bins;
+  bool fast;
+  __device__ BinMap(const Range<float>& range, int bins_) : bins(bins_) {
+    range.load(lo, hi);
+    width = hi - lo;
+    scale = static_cast<float>(bins_);
+    fast = width >= 0x1p-100f && width * scale <= 0x1p100f;
+    float approx;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
+    reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
+  }
+  __device__ int operator()(float v, int outside = -1) const {
+    const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
+    const float q0 = __fmul_rn(t, reciprocal);
+    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-width, q0, t), q0) : __fdiv_rn(t, width);
+    constexpr int kTwo23Bits = 0x4B000000;  // 2^23 as a float's bits
+    const int b = min(__float_as_int(__fadd_rz(q, 0x1p23f)) - kTwo23Bits, bins - 1);
+    return v >= lo && v <= hi ? b : outside;
+  }
+};
+constexpr int64_t kMaxBinMapBins = int64_t(1) << 22;
 
 // Adds 1 to counter[bin] for every lane whose bin >= 0. With kAggregate, the lanes holding
 // the same bin elect one of them to add their number at once.
@@ -285,92 +339,182 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int sub
   counts.finish(bins);
 }
 
-// Bins that one block holds as 16-bit counters but not as 32-bit ones: two per word of
-// shared memory (local bin j in the low half of word j / 2 when even, the high half when
-// odd), one copy per block, all adds local. Local bin j counts global bin j * stride + offset.
-// Exact at any count: the old word that atomicAdd returns shows every wrap of a half,
-// settled in the 64-bit global counts as it happens. With o_lo wraps of the low half and
-// o_w wraps of the word,
-//   count(2k) = low + 2^16 o_lo,   count(2k+1) = high + 2^16 o_w - o_lo
-// (each low wrap carries 1 into the high half, and on out of the word when that is full).
-// A half wraps once per 65536 adds to its bin, so the fix-ups cost nothing measurable.
-struct PackedCounts16 {
-  unsigned* pairs;  // ceil(bins / 2) words
+// Bins that one block cannot hold as 32-bit counters: kBits-bit counters packed into words
+// of shared memory (kFields per word, any spare bits on top), local bin j in field
+// j % kFields of word j / kFields, counting global bin j * 2^log2_stride + offset.
+// Exact at any count: a field wraps every 2^kBits adds to its bin, and the old word that
+// atomicAdd returns shows each wrap to exactly one thread (every change to a word is an add,
+// so its carries follow from the old value), which settles it in the 64-bit global counts:
+// +2^kBits for the bin of each field that wrapped, -1 for the bin of each field a carry
+// reached (a 1 it never counted). A carry out of the top field goes to the spare bits or
+// leaves the word, unread. The flush then adds each field's remainder.
+template <int kBits>
+struct PackedCounts {
+  static constexpr unsigned kFields = 32 / kBits;
+  static constexpr unsigned kFull = (1u << kBits) - 1;
+  unsigned* words;  // ceil(bins / kFields)
   int bins;         // local bins
-  int stride, offset;
+  int log2_stride, offset;
+  unsigned words_at;  // `words` as a shared-memory address
 
-  __device__ int64_t global(int j) const { return int64_t(j) * stride + offset; }
+  // A thread's simple wraps (the next field not full) of one local bin, not yet settled:
+  // a hot bin wraps every 2^kBits adds in every block, and settling each wrap at once would
+  // queue the blocks' atomics on its one global counter.
+  struct WrapTally {
+    int j = -1;
+    unsigned wraps = 0;
+  };
+
+  __device__ PackedCounts(unsigned* words_, int bins_, int log2_stride_, int offset_)
+      : words(words_), bins(bins_), log2_stride(log2_stride_), offset(offset_) {
+    // through asm, so that the compiler keeps the address instead of rebuilding it
+    asm("mov.b32 %0, %1;" : "=r"(words_at) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(words_))));
+  }
+
+  __device__ int64_t global(int j) const { return (int64_t(j) << log2_stride) + offset; }
   __device__ void zero() const {
-    for (int w = threadIdx.x; w < (bins + 1) / 2; w += blockDim.x) pairs[w] = 0;
+    for (int w = threadIdx.x; w < (bins + kFields - 1) / kFields; w += blockDim.x) words[w] = 0;
   }
-  __device__ void add(int j, unsigned long long* counts) const {
-    const unsigned shift = (j & 1) * 16;
-    const unsigned old = atomicAdd(&pairs[j >> 1], 1u << shift);
-    if (((old >> shift) & 0xFFFFu) == 0xFFFFu) settle_wrap(j, old, counts);
+  // Adds 1 to local bin j where `add` and returns the old word, for settle(). Through the
+  // shared window's address held in a register: with a generic pointer the compiler rebuilds
+  // the window base for every add (four uniform-datapath instructions). The adds sit between
+  // __syncthreads, which order them with zero() and flush().
+  __device__ unsigned bump_if(bool add, unsigned j) const {
+    unsigned old;
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.u32 p, %3, 0;\n @p atom.shared.add.u32 %0, [%1], %2;\n}"
+        : "=r"(old)
+        : "r"(words_at + j / kFields * 4), "r"(1u << (j % kFields * kBits)), "r"(unsigned(add)));
+    return old;
   }
-  __device__ void settle_wrap(int j, unsigned old, unsigned long long* counts) const {
-    atomicAdd(&counts[global(j)], 0x10000ull);
-    if (!(j & 1) && j + 1 < bins)  // the carry: -1 for the high half, +2^16 - 1 if it wrapped
-      atomicAdd(&counts[global(j + 1)], old == 0xFFFFFFFFu ? 0xFFFFull : ~0ull);
+  // Whether a carry out of local bin j's field lands in another bin's field.
+  __device__ bool carries_to_next(int j) const { return (j + 1) % kFields != 0 && j + 1 < bins; }
+  // Settles the wrap, if any, of the bump_if(true, j) that returned `old`.
+  __device__ void settle(unsigned j, unsigned old, WrapTally& tally, unsigned long long* counts) const {
+    const unsigned shift = j % kFields * kBits;
+    if ((~old & (kFull << shift)) != 0) return;  // no wrap: the common case
+    const unsigned rest = old >> shift;  // field j (full) in the low bits, then the next ones
+    if (carries_to_next(j) && ((rest >> kBits) & kFull) == kFull) {
+      settle_chain(j, rest, counts);
+      return;
+    }
+    if (tally.j != static_cast<int>(j)) {
+      settle_tally(tally, counts);
+      tally.j = j;
+    }
+    ++tally.wraps;
+  }
+  __device__ void settle_tally(WrapTally& tally, unsigned long long* counts) const {
+    if (tally.wraps == 0) return;
+    atomicAdd(&counts[global(tally.j)], static_cast<unsigned long long>(tally.wraps) << kBits);
+    if (carries_to_next(tally.j))
+      atomicAdd(&counts[global(tally.j + 1)], 0ull - tally.wraps);
+    tally.wraps = 0;
+  }
+  // A wrap whose carry wrapped the next field too (rare): settled at once, along the chain.
+  __device__ void settle_chain(int j, unsigned rest, unsigned long long* counts) const {
+    for (int k = j;; ++k, rest >>= kBits) {
+      // field k was full and took a 1: it wrapped (and, past j, the 1 was a carry)
+      atomicAdd(&counts[global(k)], (1ull << kBits) - (k != j));
+      if (!carries_to_next(k)) return;        // the carry left the bins of the word
+      if (((rest >> kBits) & kFull) != kFull) {  // field k + 1 keeps it
+        atomicAdd(&counts[global(k + 1)], ~0ull);
+        return;
+      }
+    }
   }
   // After a __syncthreads: adds every counter to the global counts.
   __device__ void flush(unsigned long long* counts) const {
-    for (int w = threadIdx.x; w < (bins + 1) / 2; w += blockDim.x) {
-      const unsigned pair = pairs[w];
-      if (pair & 0xFFFFu) atomicAdd(&counts[global(2 * w)], static_cast<unsigned long long>(pair & 0xFFFFu));
-      if ((pair >> 16) && 2 * w + 1 < bins)
-        atomicAdd(&counts[global(2 * w + 1)], static_cast<unsigned long long>(pair >> 16));
+    for (int w = threadIdx.x; w < (bins + kFields - 1) / kFields; w += blockDim.x) {
+      const unsigned word = words[w];
+#pragma unroll
+      for (int f = 0; f < kFields; ++f) {
+        const unsigned count = (word >> (f * kBits)) & kFull;
+        const int j = w * kFields + f;
+        if (count && j < bins) atomicAdd(&counts[global(j)], static_cast<unsigned long long>(count));
+      }
     }
   }
 };
 
-template <typename T, typename M>
+constexpr int kMaxSplitLog2 = 3;  // every block of a group reads every element: 8 reads at most
+// The narrow counters: 6 bits, five to a word, so one block holds 289280 bins (H100).
+constexpr int kNarrowBits = 6;
+
+// PackedCounts<kBits> in one block's shared memory (kLog2Split = 0), or spread over a group
+// of 2^kLog2Split blocks, block r of a group holding every bin b with b % 2^log2_split == r (a
+// run of popular neighbouring bins spreads over the group; a power of two, so owner and
+// local bin are a mask and a shift). Every block of a group reads the same elements and
+// counts only its own bins, so every add stays in the block's shared memory. The blocks of a
+// group run side by side, so one of them reads an element from HBM and the others find it
+// in L2: plain loads, not streaming ones, which would evict what the others are about to
+// read. (Sharing the binning over a cluster through DSMEM instead, each block binning a third
+// of a tile and adding the codes it owns from all three, measured slower on the H100: 19.7%
+// against 22% of the copy ceiling at 262144 bins with 16-bit counters in groups of 3; the
+// owner test diverges every warp.)
+template <int kBits, int kLog2Split, typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
-histogram_packed16_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M> range,
-                          Counts counts) {
-  extern __shared__ unsigned pairs[];
-  const PackedCounts16 mine{pairs, bins, 1, 0};
+histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M> range,
+                        Counts counts) {
+  constexpr bool kGrouped = kLog2Split > 0;
+  constexpr unsigned kOwnerMask = (1u << kLog2Split) - 1;
+  // Batched adds hold more registers: with double math (integer and fp64 input) they spill,
+  // so those take elements one at a time.
+  constexpr bool kFloatMath = sizeof(M) == 4;
+  extern __shared__ unsigned words[];
+  const unsigned rank = blockIdx.x & kOwnerMask;
+  const unsigned group = blockIdx.x >> kLog2Split, groups = gridDim.x >> kLog2Split;
+  const PackedCounts<kBits> mine(words, (bins - rank + kOwnerMask) >> kLog2Split, kLog2Split, rank);
   mine.zero();
   const BinMap<M> bin_of(range, bins);
+  typename PackedCounts<kBits>::WrapTally tally;
   __syncthreads();
-  for_each_element<true>(x, n, blockIdx.x * int64_t(kPackedThreads) + threadIdx.x,
-                         int64_t(gridDim.x) * kPackedThreads, streaming, [&](T v) {
-                           const int bin = bin_of(static_cast<M>(v));
-                           if (bin >= 0) mine.add(bin, counts.add);
-                         });
-  __syncthreads();
-  mine.flush(counts.add);
-  counts.finish(bins);
-}
-
-constexpr int kMaxSplit = 8;  // every block of a group reads every element: 8 reads at most
-
-// Bins beyond one block's 16-bit counters: a group of `split` blocks shares them, block r of
-// a group holding every split-th bin (r, r + split, ...: a run of popular neighbouring bins
-// spreads over the group) as PackedCounts16. Every block of a group reads the same elements
-// and counts only its own bins, so every add stays in the block's shared memory. The blocks
-// of a group run side by side, so one of them reads an element from HBM and the others find
-// it in L2: plain loads, not streaming ones, which would evict what the others are about to
-// read. (Sharing the binning over a cluster through DSMEM instead, each block binning a
-// third of a tile and adding the codes it owns from all three, measured slower on the H100:
-// 19.7% against 22% of the copy ceiling at 262144 bins; the owner test diverges every warp.)
-template <typename T, typename M>
-__global__ void __launch_bounds__(kPackedThreads)
-histogram_split_kernel(const T* x, int64_t n, int bins, int split, unsigned split_reciprocal,
-                       Range<M> range, Counts counts) {
-  extern __shared__ unsigned pairs[];
-  const int rank = blockIdx.x % split, group = blockIdx.x / split, groups = gridDim.x / split;
-  const PackedCounts16 mine{pairs, (bins - rank + split - 1) / split, split, rank};
-  mine.zero();
-  const BinMap<M> bin_of(range, bins);
-  __syncthreads();
-  for_each_element<true>(x, n, group * int64_t(kPackedThreads) + threadIdx.x,
-                         int64_t(groups) * kPackedThreads, /*streaming=*/false, [&](T v) {
-                           const int bin = bin_of(static_cast<M>(v));
-                           // bin / split, exact while bins * split < 2^32 (the host checks)
-                           const int j = __umulhi(static_cast<unsigned>(bin), split_reciprocal);
-                           if (bin >= 0 && bin - j * split == rank) mine.add(j, counts.add);
-                         });
+  // Whether this block owns v's bin; j: its local bin.
+  auto owns = [&](T v, unsigned& j) {
+    if constexpr (kGrouped) {
+      // out of range: a "bin" of another owner, so one test is enough
+      const int bin = bin_of(static_cast<M>(v), rank ^ 1);
+      j = static_cast<unsigned>(bin) >> kLog2Split;
+      return (bin & kOwnerMask) == rank;
+    } else {
+      const int bin = bin_of(static_cast<M>(v));
+      j = static_cast<unsigned>(bin);
+      return bin >= 0;
+    }
+  };
+  // An element, or a vector's in batches of four: every add of a batch is issued before any
+  // old word is looked at, since each check waits out a shared atomic's round trip.
+  auto count = [&](const auto& item) {
+    using Item = std::decay_t<decltype(item)>;
+    if constexpr (std::is_same_v<Item, T>) {
+      unsigned j;
+      if (owns(item, j)) mine.settle(j, mine.bump_if(true, j), tally, counts.add);
+    } else {
+      constexpr int V = sizeof(Item) / sizeof(T), kBatch = kFloatMath ? std::min(V, 4) : 1;
+#pragma unroll
+      for (int k0 = 0; k0 < V; k0 += kBatch) {
+        unsigned j[kBatch], old[kBatch];
+        bool owned[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          owned[k] = owns(item.v[k0 + k], j[k]);
+          old[k] = mine.bump_if(owned[k], j[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k)
+          if (owned[k]) mine.settle(j[k], old[k], tally, counts.add);
+      }
+    }
+  };
+  // One block per SM reads from HBM: a load always in flight pays (2^28 randn, 65536 and
+  // 262144 bins: 79.1 and 44.9% of the copy ceiling, against 70.5 and 41.2% with two loads
+  // then their work). A group's blocks find most of their loads in L2: there two at a time
+  // measured better (524288 bins: 27.4 against 26.6%), except with double math, whose
+  // unrolled pairs spill.
+  constexpr bool kPipelined = !kGrouped || !kFloatMath;
+  for_each_element<true, kPipelined>(x, n, group * int64_t(kPackedThreads) + threadIdx.x,
+                                     int64_t(groups) * kPackedThreads, streaming && !kGrouped, count);
+  mine.settle_tally(tally, counts.add);
   __syncthreads();
   mine.flush(counts.add);
   counts.finish(bins);
@@ -486,12 +630,12 @@ constexpr const char* kVariantNames[] = {"global_atomics", "shared", "shared_per
 constexpr int kMaxClusterLog2 = 4;  // 16 blocks: the H100's non-portable cluster limit
 
 // Which rung runs; for tuning and tests, a forced cluster size, or (final) a forced shape.
-enum class Force { kNone, kLut16, kPacked16, kSplit };
+enum class Force { kNone, kLut16, kPacked16, kPacked6, kSplit };
 struct Request {
   Variant variant = Variant::kFinal;
   int log2_cluster = 0;  // 0: choose_shape decides
   Force force = Force::kNone;
-  int split = 0;  // Force::kSplit: blocks per group
+  int log2_split = 0;  // Force::kSplit: blocks per group, as a power of two
 };
 
 // Where the counters live and how many copies: the one place that decides, from the bin
@@ -503,19 +647,24 @@ struct Request {
 //            fit (2^28 bf16, 256 bins: 81.0% of the copy ceiling, per-warp 71.3%), else
 //            per-warp ones. (Per-lane copies in the shared kernel measured slower: 256 bins,
 //            fp32, 16M elements 69.7 against 37.1 us, 2^28 384.9 against 369.4 us.)
-//   packed16 one copy of 16-bit counters;
-//   split    16-bit counters spread over the smallest group of blocks that holds them,
-//            every block of a group reading all the input (from L2 but once);
+//   packed   one copy of 16-bit counters, then of 6-bit ones (five to a word: one block holds
+//            2.5 times the bins, but they wrap 1024 times as often, so 16 bits while they
+//            fit). 2^28 randn, 262144 bins: 6-bit counters in one block 44.9% of the copy
+//            ceiling; 8-bit ones over a group of 2, 36.7%; 16-bit over a group of 3, 22.3%;
+//   split    6-bit counters spread over the smallest group of 2, 4 or 8 blocks that holds
+//            them, every block of a group reading all the input (from L2 but once);
 //   global   beyond that: global counters.
 // The cluster rung spreads 32-bit counters over a cluster's shared memory too, but every
 // block adds to the others' counters through DSMEM, which the H100 sustains at ~0.3 adds per
 // SM per clock (2^28 randn, 65536 bins, C = 2, 4, 8, 16: 1.65, 2.93, 3.46, 4.25 ms): final
 // does not take it.
 struct HistogramShape {
-  enum class Where { kGlobal, kShared, kLut16, kPacked16, kSplit, kCluster } where = Where::kGlobal;
+  enum class Where { kGlobal, kShared, kLut16, kPacked, kCluster } where = Where::kGlobal;
   int subs = 1;           // kShared, kLut16: private copies per block
   bool per_lane = false;  // kLut16: WarpCopies' per-lane layout
-  int split = 1;          // kSplit: blocks per group
+  int most_per_sm = INT_MAX;  // kShared: resident blocks per SM at most
+  int counter_bits = 32;  // kPacked: 16 or kNarrowBits
+  int log2_split = 0;     // kPacked: blocks per group, as a power of two
   int log2_cluster = 0;   // kCluster: blocks per cluster, as a power of two
   int64_t smem_bytes = 0;
 };
@@ -537,12 +686,15 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
     s.subs = s.per_lane ? kWarpSize : static_cast<int>(std::clamp<int64_t>(budget / copy_bytes, 1, most));
     return s.subs * copy_bytes;
   };
-  // 16-bit counters spread over `split` blocks: block 0 holds the most
-  auto packed_bytes = [&](int64_t split) { return ceil_div(ceil_div(bins, split), 2) * kCounter; };
-  auto split_over = [&](int64_t split) {
-    s.where = split == 1 ? HistogramShape::Where::kPacked16 : HistogramShape::Where::kSplit;
-    s.split = static_cast<int>(split);
-    s.smem_bytes = packed_bytes(split);
+  // `bits`-bit counters spread over 2^log2_split blocks: block 0 holds the most
+  auto packed_bytes = [&](int bits, int log2_split) {
+    return ceil_div(ceil_div(bins, int64_t(1) << log2_split), 32 / bits) * kCounter;
+  };
+  auto packed = [&](int bits, int log2_split) {
+    s.where = HistogramShape::Where::kPacked;
+    s.counter_bits = bits;
+    s.log2_split = log2_split;
+    s.smem_bytes = packed_bytes(bits, log2_split);
     return s;
   };
   // 2-byte input, large enough that every block's table (65536 binnings) is a small cost
@@ -550,13 +702,17 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
   const bool table_fits = element_bytes == 2 && bins < kPatterns16 && table_bytes + copy_bytes <= optin;
   TORCH_CHECK_VALUE(request.force != Force::kLut16 || table_fits,
                     "smem._histc_variant: final:lut16 needs 2-byte input and bins that fit beside the table");
-  TORCH_CHECK_VALUE(request.force != Force::kPacked16 || packed_bytes(1) <= optin,
+  TORCH_CHECK_VALUE(request.force != Force::kPacked16 || packed_bytes(16, 0) <= optin,
                     "smem._histc_variant: final:packed16 needs bins that fit as 16-bit counters");
-  TORCH_CHECK_VALUE(request.force != Force::kSplit || (bins >= request.split && packed_bytes(request.split) <= optin),
-                    "smem._histc_variant: final:split:", request.split, " needs at least ",
-                    request.split, " bins, and their 16-bit counters must fit the group");
-  if (request.force == Force::kPacked16) return split_over(1);
-  if (request.force == Force::kSplit) return split_over(request.split);
+  TORCH_CHECK_VALUE(request.force != Force::kPacked6 || packed_bytes(kNarrowBits, 0) <= optin,
+                    "smem._histc_variant: final:packed6 needs bins that fit as 6-bit counters");
+  const int64_t forced_split = int64_t(1) << request.log2_split;
+  TORCH_CHECK_VALUE(request.force != Force::kSplit || (bins >= forced_split && packed_bytes(kNarrowBits, request.log2_split) <= optin),
+                    "smem._histc_variant: final:split:", forced_split, " needs at least ",
+                    forced_split, " bins, and their 6-bit counters must fit the group");
+  if (request.force == Force::kPacked16) return packed(16, 0);
+  if (request.force == Force::kPacked6) return packed(kNarrowBits, 0);
+  if (request.force == Force::kSplit) return packed(kNarrowBits, request.log2_split);
   if (final && table_fits && (n >= 8 * kPatterns16 * dev.sm_count || request.force == Force::kLut16)) {
     s.where = HistogramShape::Where::kLut16;
     s.smem_bytes = table_bytes + warp_copies(optin - table_bytes, kPackedThreads / kWarpSize, true);
@@ -567,11 +723,15 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
     s.smem_bytes = copy_bytes;
     if (variant == Variant::kSharedPerWarp || final)
       s.smem_bytes = warp_copies(dev.max_smem_per_sm / 4 - 1024, kHistThreads / kWarpSize, false);
+    if (final)
+      s.most_per_sm = n * element_bytes <= 4 * int64_t(dev.l2_bytes) ? kSharedBlocksPerSmSmall
+                                                                      : kSharedBlocksPerSmLarge;
     return s;
   }
   if (final) {
-    for (int split = 1; split <= kMaxSplit; ++split)
-      if (packed_bytes(split) <= optin) return split_over(split);
+    if (packed_bytes(16, 0) <= optin) return packed(16, 0);
+    for (int l = 0; l <= kMaxSplitLog2; ++l)
+      if (packed_bytes(kNarrowBits, l) <= optin) return packed(kNarrowBits, l);
     return s;
   }
   if (variant != Variant::kCluster) return s;
@@ -675,22 +835,31 @@ void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The split kernel: groups of shape.split blocks, as many groups as are resident at once.
-// PackedCounts16 are exact at any count, so no bound on a block's elements.
+// The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks (as many
+// groups as are resident at once). PackedCounts are exact at any count, so no bound on a
+// block's elements.
 template <typename T, typename M>
-void launch_split(const T* data, int64_t n, int bins, const HistogramShape& shape,
-                  Range<M> range, Counts out, cudaStream_t stream) {
-  auto* kernel = histogram_split_kernel<T, M>;
-  const int split = shape.split;
-  TORCH_INTERNAL_ASSERT(split >= 2 && split <= kMaxSplit && int64_t(bins) * split < (int64_t(1) << 32));
+void launch_packed(const T* data, int64_t n, bool streaming, int bins, const HistogramShape& shape,
+                   Range<M> range, Counts out, cudaStream_t stream) {
+  constexpr int64_t kPerThread = 2 * vec_width<T>();
+  const int log2_split = shape.log2_split;
+  TORCH_INTERNAL_ASSERT((shape.counter_bits == kNarrowBits || log2_split == 0) && log2_split <= kMaxSplitLog2);
+  if (log2_split == 0) {
+    auto* kernel = shape.counter_bits == 16 ? histogram_packed_kernel<16, 0, T, M>
+                                            : histogram_packed_kernel<kNarrowBits, 0, T, M>;
+    launch_resident<kPackedThreads>(kernel, n, kPerThread, shape.smem_bytes, INT_MAX, stream, data,
+                                    n, streaming, bins, range, out);
+    return;
+  }
+  auto* kernel = log2_split == 1 ? histogram_packed_kernel<kNarrowBits, 1, T, M>
+               : log2_split == 2 ? histogram_packed_kernel<kNarrowBits, 2, T, M>
+                                 : histogram_packed_kernel<kNarrowBits, 3, T, M>;
   const int per_sm = resident_blocks_per_sm<kPackedThreads>(kernel, shape.smem_bytes);
   const int64_t groups = std::max<int64_t>(
-      1, std::min<int64_t>(int64_t(per_sm) * current_device_info().sm_count / split,
-                           ceil_div(n, kPackedThreads * 2 * vec_width<T>())));
-  // ceil(2^32 / split): bin * it >> 32 == bin / split for every bin < 2^32 / split
-  const auto reciprocal = static_cast<unsigned>(((int64_t(1) << 32) + split - 1) / split);
-  kernel<<<static_cast<unsigned>(groups * split), kPackedThreads, shape.smem_bytes, stream>>>(
-      data, n, bins, split, reciprocal, range, out);
+      1, std::min<int64_t>((int64_t(per_sm) * current_device_info().sm_count) >> log2_split,
+                           ceil_div(n, kPackedThreads * kPerThread)));
+  kernel<<<static_cast<unsigned>(groups << log2_split), kPackedThreads, shape.smem_bytes, stream>>>(
+      data, n, streaming, bins, range, out);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -700,11 +869,12 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
                    cudaStream_t stream) {
   constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
   using Where = HistogramShape::Where;
+  TORCH_INTERNAL_ASSERT(shape.where == Where::kGlobal || bins < kMaxBinMapBins);
   const int small_bins = static_cast<int>(std::min<int64_t>(bins, INT_MAX));  // shared memory
   switch (shape.where) {
     case Where::kShared:
       launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
-                                    shape.smem_bytes, kSharedBlocksPerSm, stream, data, n,
+                                    shape.smem_bytes, shape.most_per_sm, stream, data, n,
                                     streaming, small_bins, shape.subs, range, out);
       break;
     case Where::kLut16:
@@ -713,13 +883,8 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
                                         shape.smem_bytes, INT_MAX, stream, data, n, streaming,
                                         small_bins, shape.subs, shape.per_lane, range, out);
       break;
-    case Where::kPacked16:
-      launch_resident<kPackedThreads>(histogram_packed16_kernel<T, M>, n, kPerThread,
-                                      shape.smem_bytes, INT_MAX, stream, data, n, streaming,
-                                      small_bins, range, out);
-      break;
-    case Where::kSplit:
-      launch_split<T, M>(data, n, small_bins, shape, range, out, stream);
+    case Where::kPacked:
+      launch_packed<T, M>(data, n, streaming, small_bins, shape, range, out, stream);
       break;
     case Where::kCluster: {  // 32-bit counters: under 2^32 elements per cluster
       const unsigned cluster = 1u << shape.log2_cluster;
@@ -809,32 +974,40 @@ at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& mi
   return histc_with(self, bins, min, max, dtype, Request{});
 }
 
+// l where `size` spells 2^l, 1 <= l <= max_log2; else 0.
+int log2_of_size(c10::string_view size, int max_log2) {
+  for (int l = 1; l <= max_log2; ++l)
+    if (size == std::to_string(1 << l)) return l;
+  return 0;
+}
+
 // `variant` is one of kVariantNames; "cluster:N" (N = 2, 4, 8 or 16) forces the cluster size,
-// and "final:lut16", "final:packed16" or "final:split:N" (N = 2..8) that shape whatever the
-// size (for the tests).
+// and "final:lut16", "final:packed16", "final:packed6" or "final:split:N" (N = 2, 4, 8) that
+// shape whatever the size (for the tests).
 at::Tensor histc_variant_cuda(const at::Tensor& self, int64_t bins, double min, double max,
                               c10::string_view variant) {
   Request request;
   const auto colon = variant.find(':');
   const c10::string_view name = variant.substr(0, colon);
-  if (variant == "final:lut16" || variant == "final:packed16") {
-    request.force = variant == "final:lut16" ? Force::kLut16 : Force::kPacked16;
-    return histc_with(self, bins, min, max, at::kLong, request);
-  }
+  for (const auto& [name, force] : {std::pair{"final:lut16", Force::kLut16},
+                                    std::pair{"final:packed16", Force::kPacked16},
+                                    std::pair{"final:packed6", Force::kPacked6}})
+    if (variant == name) {
+      request.force = force;
+      return histc_with(self, bins, min, max, at::kLong, request);
+    }
   constexpr c10::string_view kSplitPrefix = "final:split:";
   if (variant.substr(0, kSplitPrefix.size()) == kSplitPrefix) {
     const c10::string_view size = variant.substr(kSplitPrefix.size());
-    for (int k = 2; k <= kMaxSplit; ++k)
-      if (size == std::to_string(k)) request.split = k;
-    TORCH_CHECK_VALUE(request.split > 0, "smem._histc_variant: split size '", size,
-                      "' is not one of 2..", kMaxSplit);
+    request.log2_split = log2_of_size(size, kMaxSplitLog2);
+    TORCH_CHECK_VALUE(request.log2_split > 0, "smem._histc_variant: split size '", size,
+                      "' is not one of 2, 4, 8");
     request.force = Force::kSplit;
     return histc_with(self, bins, min, max, at::kLong, request);
   }
   if (colon != c10::string_view::npos && name == "cluster") {
     const c10::string_view size = variant.substr(colon + 1);
-    for (int l = 1; l <= kMaxClusterLog2; ++l)
-      if (size == std::to_string(1 << l)) request.log2_cluster = l;
+    request.log2_cluster = log2_of_size(size, kMaxClusterLog2);
     TORCH_CHECK_VALUE(request.log2_cluster > 0, "smem._histc_variant: cluster size '", size,
                       "' is not one of 2, 4, 8, 16");
   }
