@@ -823,44 +823,33 @@ int resident_blocks_per_sm(Kernel* kernel, int64_t smem_bytes) {
 }
 
 // A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
-// blocks as can be resident at once (at most `most_per_sm` per SM), and at least one per
-// 2^31 elements (32-bit counters).
+// blocks as can be resident at once (at most `most_per_sm` per SM), in groups of
+// 2^log2_group blocks that stride together (block r of a group is blockIdx.x % 2^log2_group),
+// and at least one group per 2^31 elements (32-bit counters).
 template <int kThreads, typename Kernel, typename... Args>
 void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
-                     int most_per_sm, cudaStream_t stream, Args... args) {
+                     int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
   const int per_sm = std::min(resident_blocks_per_sm<kThreads>(kernel, smem_bytes), most_per_sm);
-  const int64_t grid = std::max<int64_t>(grid_for(n, kThreads * per_thread, per_sm),
-                                         ceil_div(n, int64_t(1) << 31));
-  kernel<<<static_cast<unsigned>(grid), kThreads, smem_bytes, stream>>>(args...);
+  const int64_t groups = std::max<int64_t>(grid_for(n, kThreads * per_thread, per_sm) >> log2_group,
+                                           ceil_div(n, int64_t(1) << 31));
+  kernel<<<static_cast<unsigned>(groups << log2_group), kThreads, smem_bytes, stream>>>(args...);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks (as many
-// groups as are resident at once). PackedCounts are exact at any count, so no bound on a
-// block's elements.
+// The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks.
+// PackedCounts are exact at any count, so no bound on a block's elements.
 template <typename T, typename M>
-void launch_packed(const T* data, int64_t n, bool streaming, int bins, const HistogramShape& shape,
-                   Range<M> range, Counts out, cudaStream_t stream) {
-  constexpr int64_t kPerThread = 2 * vec_width<T>();
+void launch_packed(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
+                   const HistogramShape& shape, Range<M> range, Counts out, cudaStream_t stream) {
   const int log2_split = shape.log2_split;
   TORCH_INTERNAL_ASSERT((shape.counter_bits == kNarrowBits || log2_split == 0) && log2_split <= kMaxSplitLog2);
-  if (log2_split == 0) {
-    auto* kernel = shape.counter_bits == 16 ? histogram_packed_kernel<16, 0, T, M>
-                                            : histogram_packed_kernel<kNarrowBits, 0, T, M>;
-    launch_resident<kPackedThreads>(kernel, n, kPerThread, shape.smem_bytes, INT_MAX, stream, data,
-                                    n, streaming, bins, range, out);
-    return;
-  }
-  auto* kernel = log2_split == 1 ? histogram_packed_kernel<kNarrowBits, 1, T, M>
+  auto* kernel = log2_split == 0 ? (shape.counter_bits == 16 ? histogram_packed_kernel<16, 0, T, M>
+                                                             : histogram_packed_kernel<kNarrowBits, 0, T, M>)
+               : log2_split == 1 ? histogram_packed_kernel<kNarrowBits, 1, T, M>
                : log2_split == 2 ? histogram_packed_kernel<kNarrowBits, 2, T, M>
                                  : histogram_packed_kernel<kNarrowBits, 3, T, M>;
-  const int per_sm = resident_blocks_per_sm<kPackedThreads>(kernel, shape.smem_bytes);
-  const int64_t groups = std::max<int64_t>(
-      1, std::min<int64_t>((int64_t(per_sm) * current_device_info().sm_count) >> log2_split,
-                           ceil_div(n, kPackedThreads * kPerThread)));
-  kernel<<<static_cast<unsigned>(groups << log2_split), kPackedThreads, shape.smem_bytes, stream>>>(
-      data, n, streaming, bins, range, out);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_resident<kPackedThreads>(kernel, n, per_thread, shape.smem_bytes, INT_MAX, log2_split,
+                                  stream, data, n, streaming, bins, range, out);
 }
 
 template <typename T, typename M, bool kVector, bool kAggregate>
@@ -874,17 +863,17 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
   switch (shape.where) {
     case Where::kShared:
       launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
-                                    shape.smem_bytes, shape.most_per_sm, stream, data, n,
+                                    shape.smem_bytes, shape.most_per_sm, 0, stream, data, n,
                                     streaming, small_bins, shape.subs, range, out);
       break;
     case Where::kLut16:
       if constexpr (sizeof(T) == 2)
         launch_resident<kPackedThreads>(histogram_lut16_kernel<T, M>, n, kPerThread,
-                                        shape.smem_bytes, INT_MAX, stream, data, n, streaming,
+                                        shape.smem_bytes, INT_MAX, 0, stream, data, n, streaming,
                                         small_bins, shape.subs, shape.per_lane, range, out);
       break;
     case Where::kPacked:
-      launch_packed<T, M>(data, n, streaming, small_bins, shape, range, out, stream);
+      launch_packed<T, M>(data, n, kPerThread, streaming, small_bins, shape, range, out, stream);
       break;
     case Where::kCluster: {  // 32-bit counters: under 2^32 elements per cluster
       const unsigned cluster = 1u << shape.log2_cluster;
