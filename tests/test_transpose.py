@@ -64,6 +64,18 @@ def test_skinny(device, dtype, shape):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("shape", [(33, 5003), (64, 4099), (2, 5, 1001), (3, 7, 257)], ids=str)
+def test_skinny_vectors_cut_at_the_edge(device, dtype, shape):
+    """Aligned lines (16-byte vectors) whose long side ends inside a vector, in the last chunk."""
+    x = make_any(shape[:-1] + (shape[-1] + 16 - shape[-1] % 16,), dtype, device)[..., :shape[-1]]
+    same_bits(smem_ops.transpose(x, -2, -1), x.transpose(-2, -1))
+    # and the same data as the run: the short side is the input's last dim
+    y = x.transpose(-2, -1).contiguous()[..., :shape[-2]]
+    same_bits(smem_ops.transpose(y, -2, -1), y.transpose(-2, -1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dims", [(0, 1), (0, 2), (1, 2), (-1, -3), (2, 2), (0, 3), (1, 3), (2, 3)])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.complex128],
                          ids=str)

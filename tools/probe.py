@@ -35,6 +35,11 @@ def _sum(shape, dtype=torch.float32, dim=None):
     return fn, ref, x.numel() * x.element_size()
 
 
+def _torch_sum(n, dtype=torch.float32):
+    x = _randn(n, dtype)
+    return (lambda: torch.sum(x)), x.double().sum(), x.numel() * x.element_size()
+
+
 def _squares():
     x = _randn(1 << 24)
     return (lambda: ops.sum_of_squares(x)), (x.double() ** 2).sum(), x.numel() * 4
@@ -63,6 +68,10 @@ def _transpose(shape, dtype=torch.float32):
 
 CASES = {
     "sleep0": lambda: ((lambda: torch.cuda._sleep(0)), None, 0),
+    "sum_4k": lambda: _sum(1 << 12),
+    "sum_4k_bf16": lambda: _sum(1 << 12, torch.bfloat16),
+    "torch_sum_4k": lambda: _torch_sum(1 << 12),
+    "torch_sum_4k_bf16": lambda: _torch_sum(1 << 12, torch.bfloat16),
     "sum_1m": lambda: _sum(1 << 20),
     "sum_16m": lambda: _sum(1 << 24),
     "sum_bf16_16m": lambda: _sum(1 << 24, torch.bfloat16),
@@ -95,6 +104,9 @@ CASES = {
     "t_fp64_8k": lambda: _transpose((8192, 8192), torch.float64),
     "t_8192x1000": lambda: _transpose((8192, 1000)),
     "t_bf16_batch": lambda: _transpose((64, 512, 512), torch.bfloat16),
+    "t_33x65536": lambda: _transpose((33, 65536), torch.bfloat16),
+    "t_65536x33": lambda: _transpose((65536, 33), torch.bfloat16),
+    "t_fp32_64": lambda: _transpose((64, 64)),
 }
 
 

@@ -6,8 +6,11 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <c10/util/FunctionRef.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -45,6 +48,32 @@ inline unsigned grid_for(int64_t work_items, int64_t items_per_block, int blocks
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, fill)));
 }
 
+// query() (kernel attributes, an occupancy) once per kernel, device, dynamic shared memory
+// and `extra`; later launches reuse the answer instead of asking the runtime again.
+int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, c10::function_ref<int()> query);
+
+// Blocks of `kernel` resident on one SM at once, launched with `threads` threads and
+// `smem_bytes` of dynamic shared memory (which the kernel must already allow).
+template <typename Kernel>
+int resident_blocks_per_sm(Kernel* kernel, int threads, int64_t smem_bytes = 0) {
+  return once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, threads, [&] {
+    int blocks = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
+    return std::max(blocks, 1);
+  });
+}
+
+// The grid of a grid-striding kernel: enough blocks for the work, but no more than are resident
+// at once (and at most `most_per_sm` per SM). One wave: the registers decide how many blocks
+// fit, and blocks past the first wave would start only when the first ones finish their whole
+// share (the 256-thread fp32 sum kernel, at 39 registers, fits 6 per SM, not 8).
+template <typename Kernel>
+unsigned resident_grid(Kernel* kernel, int threads, int64_t smem_bytes, int64_t work_items,
+                       int64_t items_per_block, int most_per_sm = INT_MAX) {
+  return grid_for(work_items, items_per_block,
+                  std::min(resident_blocks_per_sm(kernel, threads, smem_bytes), most_per_sm));
+}
+
 // ---------------------------------------------------------------- 16-byte vectors
 
 // kN elements of T in one aligned 16-byte (or smaller, for kN * sizeof(T) < 16) access.
@@ -55,6 +84,30 @@ struct alignas(sizeof(T) * kN) Vec {
 
 template <typename T>
 constexpr int vec_width() { return sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T)); }
+
+// Stores a 16-byte Vec in one 16-byte store, its elements packed into 32-bit words first. (A
+// Vec filled lane by lane, say from shared memory, and then assigned whole is lowered to 2-,
+// 4- or 8-byte stores, as is a uint4 built from it and stored through a plain pointer.)
+template <typename T, int kN>
+__device__ inline void store_vec(Vec<T, kN>* p, const Vec<T, kN>& v) {
+  if constexpr (sizeof(v) == 16) {
+    uint32_t w[4] = {0, 0, 0, 0};
+    if constexpr (sizeof(T) >= 4) {
+      memcpy(w, &v, 16);
+    } else {
+      using Bits = std::conditional_t<sizeof(T) == 1, uint8_t, uint16_t>;
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        Bits bits;
+        memcpy(&bits, &v.v[i], sizeof(T));
+        w[i * sizeof(T) / 4] |= static_cast<uint32_t>(bits) << (8 * (i * sizeof(T) % 4));
+      }
+    }
+    __stwb(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+  } else {
+    *p = v;
+  }
+}
 
 __host__ __device__ inline bool is_aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
@@ -113,6 +166,33 @@ __device__ inline T load_once(const T* p, bool streaming) {
 // ceiling), and so does histc at 2^28. So: only inputs of a few L2 sizes.
 inline bool stream_once(int64_t bytes) {
   return bytes <= 4 * static_cast<int64_t>(current_device_info().l2_bytes);
+}
+
+// Visits i = first, first + stride, ... below `end` in batches of kInFlight: a batch issues
+// all its loads, load(i), before the first use(loaded), so a thread keeps kInFlight
+// independent loads in flight. One guarded batch takes what is left: a one-at-a-time tail
+// would serialize up to kInFlight - 1 more round trips (and a guard on every batch cost 3% of
+// the bandwidth of a 2^28-element sum).
+template <int kInFlight, typename Load, typename Use>
+__device__ inline void for_each_batched(int64_t first, int64_t end, int64_t stride, Load&& load,
+                                        Use&& use) {
+  using Loaded = decltype(load(first));
+  auto batch = [&](int64_t i, auto guarded) {
+    Loaded v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      if (guarded && i + u * stride >= end) break;
+      v[u] = load(i + u * stride);
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      if (guarded && i + u * stride >= end) break;
+      use(v[u]);
+    }
+  };
+  int64_t i = first;
+  for (; i + (kInFlight - 1) * stride < end; i += kInFlight * stride) batch(i, std::false_type{});
+  if (i < end) batch(i, std::true_type{});
 }
 
 // ---------------------------------------------------------------- accumulation
@@ -195,19 +275,21 @@ __device__ inline A block_sum(A v) {
 // counting on `counter`; that block may then read everything the others wrote, using
 // load_from_l2. The counter starts at zero (zeroed_counters) and the last block sets it back
 // to zero, as every other block is done with it.
-// One thread fences for the block: the barrier orders the block's writes before thread 0's
-// fence, and a fence is cumulative, so they are visible device-wide before the count (the
-// handshake of cooperative groups' grid sync).
+// One thread counts for the block, with one acquire-release atomic (the handshake of CUTLASS's
+// semaphores): the barrier orders the block's writes before that thread's count, and a release
+// is cumulative, so they are visible device-wide before the count; the acquire, then the
+// second barrier, order the last block's reads after every other block's count. (It replaced
+// two fence.sc, __threadfence, around a relaxed atomicAdd; no change measurable in the time of
+// a 1M-element sum.)
 __device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
   __shared__ bool is_last;
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0) {
-    __threadfence();  // publish the block's writes before it is counted
-    is_last = atomicAdd(counter, 1u) == expected - 1;
-    if (is_last) {
-      *counter = 0;
-      __threadfence();  // order the count before the block reads the others' writes
-    }
+    unsigned before;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(before) : "l"(counter) : "memory");
+    is_last = before == expected - 1;
+    if (is_last) *counter = 0;
   }
   __syncthreads();
   return is_last;

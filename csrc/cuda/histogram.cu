@@ -32,9 +32,6 @@
 #include <cooperative_groups.h>
 
 #include <climits>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <type_traits>
 
 #include "cuda/common.cuh"
@@ -87,23 +84,16 @@ struct Counts {
   // Called by every thread of every block once the block's adds are issued.
   __device__ void finish(int64_t bins) const {
     if (out == nullptr || !last_block_to_finish(done, gridDim.x)) return;
-    constexpr int kBatch = 4;  // independent L2 reads in flight per thread
-    for (int64_t b0 = threadIdx.x; b0 < bins; b0 += kBatch * blockDim.x) {
-      unsigned long long v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int64_t b = b0 + u * blockDim.x;
-        v[u] = b < bins ? load_from_l2(&add[b]) : 0;
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int64_t b = b0 + u * blockDim.x;
-        if (b < bins) {
-          out[b] = static_cast<int64_t>(v[u]);
-          add[b] = 0;
-        }
-      }
-    }
+    struct Moved {
+      int64_t bin;
+      unsigned long long count;
+    };
+    for_each_batched<4>(  // independent L2 reads in flight per thread
+        threadIdx.x, bins, blockDim.x, [&](int64_t b) { return Moved{b, load_from_l2(&add[b])}; },
+        [&](const Moved& m) {
+          out[m.bin] = static_cast<int64_t>(m.count);
+          add[m.bin] = 0;
+        });
   }
 };
 constexpr int64_t kFusedBins = 2048;  // one batch of the move for a 512-thread block
@@ -755,28 +745,16 @@ HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes, const Re
 // limit less kStaticSmemReserve: the cap plus the kernel's static shared memory must fit the
 // limit) where `bytes` of it, with the static part, may pass the default 48 KiB. The
 // attribute is only a cap: the launch's own size decides occupancy, so one cap serves all.
+// Set once per kernel and device (the query's key has no real size, -1).
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
-  if (bytes + kStaticSmemReserve > 48 * 1024)
+  if (bytes + kStaticSmemReserve <= 48 * 1024) return;
+  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
     C10_CUDA_CHECK(cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
         static_cast<int>(current_device_info().max_smem_per_block_optin - kStaticSmemReserve)));
-}
-
-// query() (kernel attributes, then an occupancy) once per kernel, device, dynamic shared
-// memory and `extra`; later launches reuse the answer instead of asking the runtime again.
-template <typename Query>
-int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, Query&& query) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int64_t, int>, int> known;
-  int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, device, smem_bytes, extra);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  const int value = query();
-  known.emplace(key, value);
-  return value;
+    return 0;
+  });
 }
 
 // Launches `kernel` in clusters of `cluster` blocks of kThreads threads with `smem_bytes` of
@@ -810,18 +788,6 @@ void launch_clusters(Kernel* kernel, unsigned cluster, int64_t smem_bytes, int64
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-// Blocks of `kernel` (kThreads threads, `smem_bytes` of dynamic shared memory) resident on
-// one SM at once.
-template <int kThreads, typename Kernel>
-int resident_blocks_per_sm(Kernel* kernel, int64_t smem_bytes) {
-  return once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, kThreads, [&] {
-    allow_dynamic_smem(kernel, smem_bytes);
-    int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem_bytes));
-    return std::max(blocks, 1);
-  });
-}
-
 // A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
 // blocks as can be resident at once (at most `most_per_sm` per SM), in groups of
 // 2^log2_group blocks that stride together (block r of a group is blockIdx.x % 2^log2_group),
@@ -829,7 +795,8 @@ int resident_blocks_per_sm(Kernel* kernel, int64_t smem_bytes) {
 template <int kThreads, typename Kernel, typename... Args>
 void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
                      int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
-  const int per_sm = std::min(resident_blocks_per_sm<kThreads>(kernel, smem_bytes), most_per_sm);
+  allow_dynamic_smem(kernel, smem_bytes);
+  const int per_sm = std::min(resident_blocks_per_sm(kernel, kThreads, smem_bytes), most_per_sm);
   const int64_t groups = std::max<int64_t>(grid_for(n, kThreads * per_thread, per_sm) >> log2_group,
                                            ceil_div(n, int64_t(1) << 31));
   kernel<<<static_cast<unsigned>(groups << log2_group), kThreads, smem_bytes, stream>>>(args...);
@@ -883,12 +850,13 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
                                     small_bins, shape.log2_cluster, range, out);
       break;
     }
-    case Where::kGlobal:
-      histogram_global_kernel<T, M, kVector, kAggregate>
-          <<<grid_for(n, kHistThreads * kPerThread, 4), kHistThreads, 0, stream>>>(
-              data, n, streaming, bins, range, out);
+    case Where::kGlobal: {
+      auto* kernel = histogram_global_kernel<T, M, kVector, kAggregate>;
+      kernel<<<resident_grid(kernel, kHistThreads, 0, n, kHistThreads * kPerThread, 4), kHistThreads,
+               0, stream>>>(data, n, streaming, bins, range, out);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       break;
+    }
   }
 }
 
@@ -919,7 +887,7 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;
   if (plan.auto_range) {
-    const unsigned grid = grid_for(n, kRangeThreads * 8, 8);
+    const unsigned grid = resident_grid(range_kernel<T, M>, kRangeThreads, 0, n, kRangeThreads * 8);
     const auto mdtype = c10::CppTypeToScalarType<M>::value;
     at::Tensor block_range = at::empty({2 * int64_t(grid)}, x.options().dtype(mdtype));
     device_range = at::empty({2}, x.options().dtype(mdtype));

@@ -35,6 +35,24 @@ const DeviceInfo& device_info(int device) {
   return infos[device];
 }
 
+int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, c10::function_ref<int()> query) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int64_t, int>, int> known;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_tuple(kernel, device, smem_bytes, extra);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  // Asked without the lock: a query may itself ask (the cluster occupancy raises the kernel's
+  // shared memory cap first), and two threads asking at once get the same answer.
+  const int value = query();
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, value);
+  return value;
+}
+
 void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& options,
                        at::Tensor& fresh) {
   const auto stream = c10::cuda::getCurrentCUDAStream();

@@ -25,12 +25,18 @@ namespace {
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerWarpBlock = kBlockThreads / kWarpSize;
 constexpr int kLoadsInFlight = 4;
-constexpr int kRowBlocksPerSm = 8;                // row sums split until the device is full
+// Long rows are split over blocks until the device has this many per SM (fewer where fewer
+// are resident). Measured on the H100 (tools/probe.py), sum fp32 2^28 / bf16 2^24 took
+// 366.0 / 20.3 us at 2 blocks per SM, 359.1 / 19.8 us at 3, 362.3 / 20.5 us at 4 and
+// 363.7 / 20.4 us at 6 (all resident at 39 registers): 3 x 256 threads x 4 x 16 bytes in
+// flight per SM already cover the memory latency, and more only add partials and contention.
+constexpr int kRowBlocksPerSm = 3;
 // Column sums: a thread sums at least this many rows, and R is split over blocks (each a
 // contiguous run of rows) only until the device has this many blocks per SM. Fewer, longer
 // blocks than for row sums: measured on the H100, sum over dim 1 of (32, 4096, 128) fp32 /
-// bf16 and over dim 0 of 8192^2 fp32 / bf16 took 41.1 / 23.2 / 110.5 / 73.2 us split for 8
-// blocks per SM, 36.6 / 24.0 / 106.0 / 67.5 us for 4 and 33.8 / 21.8 / 102.4 / 61.7 us for 2.
+// bf16 and over dim 0 of 8192^2 fp32 / bf16 took 33.1 / 21.7 / 102.2 / 61.7 us split for 2
+// blocks per SM, 34.1 / 26.6 / 104.6 / 72.0 us for 3, 35.3 / 26.8 / 105.8 / 72.7 us for 4 and
+// 35.8 / 25.9 / 112.2 / 71.9 us for 8.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 2;
 constexpr int64_t kWarpRowMax = 4096;          // rows up to this length get one warp each
@@ -47,6 +53,31 @@ __device__ inline A vector_sum(const VecT& a, const VecT& b) {
 #pragma unroll
     for (int k = 0; k + width < V; k += 2 * width) lane[k] = lane[k] + lane[k + width];
   return lane[0];
+}
+
+// The operands of one step: b is a copy of a except for kProduct, whose second input is read.
+template <typename VecT>
+struct Pair {
+  VecT a, b;
+};
+template <ReduceMap M, typename VecT>
+__device__ inline Pair<VecT> load_pair(const VecT* pa, const VecT* pb, bool streaming) {
+  Pair<VecT> v;
+  v.a = load_once(pa, streaming);
+  if constexpr (M == ReduceMap::kProduct) v.b = load_once(pb, streaming);
+  else v.b = v.a;
+  return v;
+}
+
+// Sum of partials p[s], s = t, t + stride, ... below n, that other blocks of this launch
+// wrote: read from L2 several at a time (a split row's last block reads up to a few per
+// thread, and one at a time each would wait a round trip), added in index order.
+template <typename A>
+__device__ A partials_sum(const A* p, int64_t n, int64_t t, int64_t stride) {
+  Accumulator<A> acc;
+  for_each_batched<kLoadsInFlight>(
+      t, n, stride, [&](int64_t s) { return load_from_l2(&p[s]); }, [&](A v) { acc.add(v); });
+  return acc.value();
 }
 
 // Sum of map(a[i], b[i]) over the i in [0, n) that belong to thread `t` of `nthreads`
@@ -69,28 +100,10 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
   const int64_t nvec = (n - head) / V;
   const VecT* av = reinterpret_cast<const VecT*>(a + head);
   const VecT* bv = reinterpret_cast<const VecT*>(b + head);
-  // Batches of kLoadsInFlight independent loads, then one guarded batch for what is left: a
-  // one-load-at-a-time tail would serialize up to kLoadsInFlight - 1 more round trips. (A
-  // guard on every batch instead costs 3% at 2^28 elements.)
-  auto batch = [&](int64_t i, auto guarded) {
-    VecT va[kLoadsInFlight], vb[kLoadsInFlight];
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
-      if (guarded && i + u * nthreads >= nvec) break;
-      va[u] = load_once(&av[i + u * nthreads], streaming);
-      if constexpr (M == ReduceMap::kProduct) vb[u] = load_once(&bv[i + u * nthreads], streaming);
-    }
-#pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
-      if (guarded && i + u * nthreads >= nvec) break;
-      if constexpr (M != ReduceMap::kProduct) vb[u] = va[u];
-      acc.add(vector_sum<M, A>(va[u], vb[u]));
-    }
-  };
-  int64_t i = t;
-  for (; i + (kLoadsInFlight - 1) * nthreads < nvec; i += kLoadsInFlight * nthreads)
-    batch(i, std::false_type{});
-  if (i < nvec) batch(i, std::true_type{});
+  for_each_batched<kLoadsInFlight>(
+      t, nvec, nthreads,
+      [&](int64_t i) { return load_pair<M>(av + i, bv + i, streaming); },
+      [&](const Pair<VecT>& v) { acc.add(vector_sum<M, A>(v.a, v.b)); });
   for (int64_t j = head + nvec * V + t; j < n; j += nthreads) acc.add(map_element<M, A>(a[j], b[j]));
   return acc.value();
 }
@@ -121,10 +134,7 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
       if (threadIdx.x == 0) partial[row * splits + blockIdx.x] = v;
       if (last_block_to_finish(&done[row], splits)) {
         // The whole block combines the partials: strided compensated sums, then a tree.
-        Accumulator<A> acc;
-        for (int s = threadIdx.x; s < splits; s += kGroup)
-          acc.add(load_from_l2(&partial[row * splits + s]));
-        v = block_sum<kGroup>(acc.value());
+        v = block_sum<kGroup>(partials_sum(&partial[row * splits], splits, threadIdx.x, kGroup));
         if (threadIdx.x == 0) out[row] = static_cast<O>(v);
       }
     }
@@ -172,34 +182,16 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
     // this lane's first column; the host makes inner a multiple of V, so all V exist or none
     const int64_t c = (tile % col_tiles) * kTileCols + threadIdx.x * V;
     const int64_t base = o * R * inner + c;
-    auto row_vec = [&](const T* p, int64_t r) {
-      return load_once(reinterpret_cast<const VecT*>(p + base + r * inner), streaming);
-    };
+    auto row_ptr = [&](const T* p, int64_t r) { return reinterpret_cast<const VecT*>(p + base + r * inner); };
     Accumulator<A> acc[V];
-    auto add = [&](const VecT& va, const VecT& vb) {
+    if (c < inner)
+      for_each_batched<kLoadsInFlight>(
+          blockIdx.y * run + threadIdx.y, r_end, kSlices,
+          [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
+          [&](const Pair<VecT>& v) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(va.v[k], vb.v[k]));
-    };
-    if (c < inner) {
-      auto batch = [&](int64_t r, auto guarded) {  // as in thread_partial
-        VecT va[kLoadsInFlight], vb[kLoadsInFlight];
-#pragma unroll
-        for (int u = 0; u < kLoadsInFlight; ++u) {
-          if (guarded && r + u * kSlices >= r_end) break;
-          va[u] = row_vec(a, r + u * kSlices);
-          if constexpr (M == ReduceMap::kProduct) vb[u] = row_vec(b, r + u * kSlices);
-        }
-#pragma unroll
-        for (int u = 0; u < kLoadsInFlight; ++u) {
-          if (guarded && r + u * kSlices >= r_end) break;
-          add(va[u], M == ReduceMap::kProduct ? vb[u] : va[u]);
-        }
-      };
-      int64_t r = blockIdx.y * run + threadIdx.y;
-      for (; r + (kLoadsInFlight - 1) * kSlices < r_end; r += kLoadsInFlight * kSlices)
-        batch(r, std::false_type{});
-      if (r < r_end) batch(r, std::true_type{});
-    }
+            for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(v.a.v[k], v.b.v[k]));
+          });
     A v[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) v[k] = acc[k].value();
@@ -232,9 +224,12 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   }
 }
 
-// How many blocks share one row (or one column tile) so the device has enough blocks in flight.
-int choose_splits(int64_t independent_blocks, int64_t work_per_row, int64_t min_work_per_split,
-                  int blocks_per_sm) {
+// How many blocks share one row (or one column tile) so the device has enough blocks in
+// flight: `blocks_per_sm` per SM at most, and no more than are resident at once.
+template <typename Kernel>
+int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_row,
+                  int64_t min_work_per_split, int blocks_per_sm) {
+  blocks_per_sm = std::min(blocks_per_sm, resident_blocks_per_sm(kernel, kBlockThreads));
   const int64_t fill = static_cast<int64_t>(current_device_info().sm_count) * blocks_per_sm;
   if (independent_blocks >= fill) return 1;
   const int64_t by_fill = ceil_div(fill, independent_blocks);
@@ -264,15 +259,17 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const bool streaming = stream_once(outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2));
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
-    const unsigned grid = grid_for(outer, kRowsPerWarpBlock);
-    reduce_rows_kernel<M, kWarpSize><<<grid, kBlockThreads, 0, stream>>>(
-        a, b, out, nullptr, nullptr, outer, R, 1, streaming);
+    auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
+    kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
+             stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming);
   } else if (inner == 1) {
-    const int splits = choose_splits(outer, R, int64_t(kBlockThreads) * vec_width<T>() * 4, kRowBlocksPerSm);
+    auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
+    const int splits = choose_splits(kernel, outer, R, int64_t(kBlockThreads) * vec_width<T>() * 4,
+                                     kRowBlocksPerSm);
     SplitWorkspace<A> work(splits, outer, outer, options);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
-    reduce_rows_kernel<M, kBlockThreads><<<grid, kBlockThreads, 0, stream>>>(
-        a, b, out, work.partials, work.done, outer, R, splits, streaming);
+    kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
+                                               splits, streaming);
   } else {
     // 16-byte vectors along the row where every row starts 16-byte aligned; 8 lanes across
     // a row where 32 would not all have a column
@@ -281,10 +278,10 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     const int lanes = inner / (vectors ? V : 1) >= 32 ? 32 : 8;
     const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * (vectors ? V : 1));
     const int slices = kBlockThreads / lanes;
-    const int splits = choose_splits(tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
-    SplitWorkspace<A> work(splits, outer * inner, tiles, options);
     auto* kernel = vectors ? (lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>)
                            : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>);
+    const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
+    SplitWorkspace<A> work(splits, outer * inner, tiles, options);
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
     kernel<<<grid, dim3(lanes, slices), 0, stream>>>(
         a, b, out, work.partials, work.done, outer, R, inner, splits, streaming);
