@@ -113,6 +113,13 @@ __host__ __device__ inline bool is_aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
+// How many of the n elements at p come before p's first 16-byte boundary: the scalar head of a
+// loop that moves the rest in 16-byte vectors.
+template <typename T>
+__host__ __device__ inline int64_t unaligned_head(const T* p, int64_t n) {
+  return std::min<int64_t>(n, ((16 - reinterpret_cast<uintptr_t>(p) % 16) % 16) / sizeof(T));
+}
+
 // A load that skips L1: used to read what other blocks wrote in this launch.
 template <typename T>
 __device__ inline T load_from_l2(const T* p) {

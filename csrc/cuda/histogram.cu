@@ -119,7 +119,7 @@ __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_
         for (int k = 0; k < V; ++k) f(a.v[k]);
       }
     };
-    const int64_t head = std::min<int64_t>(n, ((16 - reinterpret_cast<uintptr_t>(x) % 16) % 16) / sizeof(T));
+    const int64_t head = unaligned_head(x, n);
     for (int64_t i = t; i < head; i += nthreads) f(x[i]);
     const int64_t nvec = (n - head) / V;
     const VecT* xv = reinterpret_cast<const VecT*>(x + head);
@@ -796,9 +796,9 @@ template <int kThreads, typename Kernel, typename... Args>
 void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
                      int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
   allow_dynamic_smem(kernel, smem_bytes);
-  const int per_sm = std::min(resident_blocks_per_sm(kernel, kThreads, smem_bytes), most_per_sm);
-  const int64_t groups = std::max<int64_t>(grid_for(n, kThreads * per_thread, per_sm) >> log2_group,
-                                           ceil_div(n, int64_t(1) << 31));
+  const int64_t groups = std::max<int64_t>(
+      resident_grid(kernel, kThreads, smem_bytes, n, kThreads * per_thread, most_per_sm) >> log2_group,
+      ceil_div(n, int64_t(1) << 31));
   kernel<<<static_cast<unsigned>(groups << log2_group), kThreads, smem_bytes, stream>>>(args...);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

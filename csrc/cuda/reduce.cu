@@ -90,8 +90,7 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
   Accumulator<A> acc;
   // Elements before a's first 16-byte boundary; b must be misaligned the same way to share
   // the vector loop (always true for sum and sum_of_squares, where b == a).
-  const int64_t head = std::min<int64_t>(
-      n, ((16 - reinterpret_cast<uintptr_t>(a) % 16) % 16) / sizeof(T));
+  const int64_t head = unaligned_head(a, n);
   const bool same_phase = reinterpret_cast<uintptr_t>(a) % 16 == reinterpret_cast<uintptr_t>(b) % 16;
   const int64_t scalar_end = same_phase ? head : n;
   for (int64_t i = t; i < scalar_end; i += nthreads) acc.add(map_element<M, A>(a[i], b[i]));
