@@ -30,6 +30,8 @@ import torch
 
 import smem_ops
 
+from . import cublas
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -221,6 +223,8 @@ def transpose_cases(device, quick, with_compile):
                  "smem": lambda x=x: smem_ops.transpose(x)}
         if with_compile and (shape, dtype) in compile_set:
             impls["torch.compile"] = partial(_compiled(lambda t: t.transpose(-2, -1).contiguous()), x)
+        if cublas.supported(x):
+            impls["cuBLAS geam"] = partial(cublas.geam_transpose, x)
         cases.append(Case("transpose", str(tuple(shape)), dtype, 2 * _nbytes(x), impls,
                           _check_equal))
     return cases

@@ -51,6 +51,19 @@ def test_16_byte_cells_with_ragged_tiles(device, dtype, shape):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.float8_e4m3fn], ids=str)
+@pytest.mark.parametrize("shape", [(136, 264), (8, 4104), (4104, 8), (3, 40, 72), (129, 136)], ids=str)
+def test_1_byte_cells_of_8_byte_words(device, dtype, shape):
+    """1-byte elements move in 8 x 8 cells of 8-byte words: strides that are multiples of 8 but
+    not of 16, tiles (128 x 128) cut by the edge, and an input 8 but not 16 bytes aligned."""
+    x = make_any(shape, dtype, device)
+    same_bits(smem_ops.transpose(x), x.transpose(-2, -1))
+    flat = make_any((8 + 136 * 264,), dtype, device)
+    off_16 = flat[8:].view(136, 264)
+    same_bits(smem_ops.transpose(off_16), off_16.t())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
                                    torch.complex128], ids=str)
 @pytest.mark.parametrize("shape", [(33, 5000), (5000, 33), (2, 3001), (3001, 1), (64, 999),
@@ -152,7 +165,8 @@ def test_cuda_over_2_31_elements():
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.float16, torch.bfloat16,
                                    torch.float32, torch.int64], ids=str)
 def test_cells_every_edge(device, dtype):
-    # On CUDA elements move in P x P cells (16-byte vectors, or 4-byte words for 1-byte types):
+    # On CUDA elements move in P x P cells (16-byte words, 8-byte words for 1-byte types, else
+    # 4-byte packed words):
     # every ragged edge size, batched, and misaligned views (which must fall back, not misread).
     for r in (1, 2, 3, 4, 5, 7, 8, 9, 127, 128, 129):
         for c in (1, 3, 4, 6, 8, 130, 131):

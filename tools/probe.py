@@ -18,6 +18,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
+from benchmarks import cublas
 from benchmarks.__main__ import copy_ceiling_gbs, time_cuda, time_events
 
 ops = torch.ops.smem
@@ -66,6 +67,11 @@ def _transpose(shape, dtype=torch.float32):
     return (lambda: ops.transpose(x, -2, -1)), x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
 
 
+def _geam(shape):
+    x = _randn(shape)
+    return (lambda: cublas.geam_transpose(x)), x.t().contiguous(), 2 * x.numel() * x.element_size()
+
+
 CASES = {
     "sleep0": lambda: ((lambda: torch.cuda._sleep(0)), None, 0),
     "sum_4k": lambda: _sum(1 << 12),
@@ -107,6 +113,9 @@ CASES = {
     "t_33x65536": lambda: _transpose((33, 65536), torch.bfloat16),
     "t_65536x33": lambda: _transpose((65536, 33), torch.bfloat16),
     "t_fp32_64": lambda: _transpose((64, 64)),
+    "geam_fp32_4k": lambda: _geam((4096, 4096)),
+    "geam_fp32_16k": lambda: _geam((16384, 16384)),
+    "geam_8192x1000": lambda: _geam((8192, 1000)),
 }
 
 

@@ -9,11 +9,11 @@
 //                  write phase reads a tile column, and 32 lanes hit one bank (32-way conflict).
 //   smem_padded    the same tile with rows of 33 elements: the column's elements fall in 32
 //                  different banks.
-//   final          what smem.transpose runs: 2-, 4- and 8-byte elements move as 16-byte
-//                  vectors of P x P cells transposed in registers (transpose_vec16_kernel);
-//                  1-byte elements as 4 x 4 cells of 4-byte words (PackedBlock); layouts that
-//                  don't align fall back to 4-byte words, then to single elements; a plain
-//                  device copy when the transpose moves no element.
+//   final          what smem.transpose runs: elements move as P x P cells of words, P per
+//                  word, transposed in registers (transpose_cells_kernel): 16-byte words for
+//                  2-, 4- and 8-byte elements, 8-byte words for 1-byte ones; layouts that
+//                  don't align fall back to 4-byte words (PackedBlock), then to single
+//                  elements; a plain device copy when the transpose moves no element.
 // transpose_rows_kernel serves geometries whose last dim is already the input's fastest.
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -153,21 +153,21 @@ transpose_tile_kernel(const E* __restrict__ in, E* __restrict__ out, const Trans
   }
 }
 
-// 16-byte cells: a cell is P x P elements, P = 16 / sizeof(E), read as P 16-byte vectors
-// (vector j = rows r0..r0+P-1 of input line c0+j), transposed in registers, and written as P
-// 16-byte vectors (vector i = columns c0..c0+P-1 of output row r0+i). One cell per thread, a
-// tile of kCells x kCells cells per block, so every global access is 16 bytes wide and a
-// half-warp covers 256 contiguous bytes. Shared memory holds P planes (one per output row of
-// a cell) padded by one vector: the write phase reads down a plane column, 17 vectors apart,
-// which lands the 8 lanes of each quarter-warp on 8 different 16-byte bank groups.
-// Needs vec16_able(); cells cut by the matrix edge move element by element.
-template <typename E, int kCells>
+// Word cells: a cell is P x P elements, P = sizeof(Word) / sizeof(E), read as P words (word j
+// = rows r0..r0+P-1 of input line c0+j), transposed in registers, and written as P words (word
+// i = columns c0..c0+P-1 of output row r0+i). One cell per thread, a tile of kCells x kCells
+// cells per block, so every global access is a whole word (16 or 8 bytes) and kCells lanes
+// cover kCells words of one line. Shared memory holds P planes (one per output row of a cell)
+// padded by one word: the write phase reads down a plane column, kCells + 1 words apart, which
+// lands the lanes of each wavefront on distinct banks.
+// Needs cells_aligned(); cells cut by the matrix edge move element by element.
+template <typename E, typename Word, int kCells>
 __global__ void __launch_bounds__(kCells* kCells)
-transpose_vec16_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
+transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
                        bool stream_out) {
-  constexpr int P = 16 / sizeof(E);
-  static_assert(P * kCells * (kCells + 1) * sizeof(uint4) <= 48 * 1024, "planes exceed smem");
-  __shared__ uint4 plane[P][kCells][kCells + 1];  // [output row in cell][col cell][row cell]
+  constexpr int P = sizeof(Word) / sizeof(E);
+  static_assert(P * kCells * (kCells + 1) * sizeof(Word) <= 48 * 1024, "planes exceed smem");
+  __shared__ Word plane[P][kCells][kCells + 1];  // [output row in cell][col cell][row cell]
   const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);  // in cells
   const int64_t row_tiles = ceil_div(rows, kCells), col_tiles = ceil_div(cols, kCells);
   const int64_t per_batch = row_tiles * col_tiles;
@@ -187,7 +187,7 @@ transpose_vec16_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
           const E* line = in + in_off + (c0 + j) * g.col_in_stride + r0;
           if (c0 + j >= g.cols) continue;
           if (r0 + P <= g.rows) {
-            const uint4 w = *reinterpret_cast<const uint4*>(line);
+            const Word w = *reinterpret_cast<const Word*>(line);
             memcpy(v[j], &w, sizeof(w));
           } else {  // fixed trip count: a run-time bound would put v in local memory
 #pragma unroll
@@ -201,7 +201,7 @@ transpose_vec16_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
         E row[P];
 #pragma unroll
         for (int j = 0; j < P; ++j) row[j] = v[j][i];
-        memcpy(&plane[i][lane_slow][lane_fast], row, sizeof(uint4));
+        memcpy(&plane[i][lane_slow][lane_fast], row, sizeof(Word));
       }
     }
     __syncthreads();
@@ -212,12 +212,12 @@ transpose_vec16_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
         for (int i = 0; i < P; ++i) {
           if (r0 + i >= g.rows) continue;
           E* line = out + out_off + (r0 + i) * g.row_out_stride + c0;
-          const uint4 w = plane[i][lane_fast][lane_slow];
+          const Word w = plane[i][lane_fast][lane_slow];
           if (c0 + P <= g.cols) {
-            // (through the intrinsic: a plain uint4 store to an E* line compiled to four 4-byte
+            // (through the intrinsic: a plain word store to an E* line compiled to 4-byte
             // stores for 2- and 4-byte E; the time did not change, the L2 merges them)
-            if (stream_out) __stcs(reinterpret_cast<uint4*>(line), w);  // evict-first
-            else __stwb(reinterpret_cast<uint4*>(line), w);
+            if (stream_out) __stcs(reinterpret_cast<Word*>(line), w);  // evict-first
+            else __stwb(reinterpret_cast<Word*>(line), w);
           } else {
             E row[P];
             memcpy(row, &w, sizeof(w));
@@ -477,15 +477,9 @@ bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_byte
   return ok;
 }
 
-// Cells per tile side: 16 x 16 cells (256 threads) while the planes fit in 48 KiB of shared
-// memory; 1-byte elements have 16 planes of 16 x 16-byte cells, so 8 x 8 cells (64 threads,
-// four times the blocks per SM).
-template <typename E>
-constexpr int vec16_cells() { return sizeof(E) == 1 ? 8 : 16; }
-
-template <typename E>
-void launch_vec16(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
-  constexpr int P = 16 / sizeof(E), kCells = vec16_cells<E>();
+template <typename E, typename Word, int kCells>
+void launch_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  constexpr int P = sizeof(Word) / sizeof(E);
   const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);
   const int64_t tiles = g.batches() * ceil_div(rows, kCells) * ceil_div(cols, kCells);
   // An output larger than the L2 is written evict-first: it can't stay cached for its reader
@@ -494,8 +488,28 @@ void launch_vec16(const E* in, E* out, const TransposeGeometry& g, cudaStream_t 
   // Measured no gain from evict-first loads.
   const bool stream_out = g.batches() * g.rows * g.cols * int64_t(sizeof(E)) >
                           current_device_info().l2_bytes;
-  transpose_vec16_kernel<E, kCells>
+  transpose_cells_kernel<E, Word, kCells>
       <<<block_per_item(tiles), kCells * kCells, 0, stream>>>(in, out, g, stream_out);
+}
+
+// Tiles of 16 x 16 cells (256 threads). 16-byte words for 2- to 8-byte elements (bf16: cells
+// of 8 x 8, tiles of 128 x 128 elements). 1-byte elements take 8-byte words (cells of 8 x 8,
+// tiles of 128 x 128 bytes, 48 registers): 16-byte words made cells of 16 x 16 bytes at 96
+// registers, and tiles of only 8 x 8 cells (64 threads) for the planes to fit. Measured on the
+// H100 (tools/probe.py): uint8 4096^2 at 83.2% of the copy ceiling on a clean L2 against 74.4%,
+// uint8 16384^2 at 91.0% against 90.1% (flushed L2). For bf16, 8-byte words (92.1% at 16384^2)
+// and 8 x 8-cell tiles (91.7%) were slower than 16-byte words in 16 x 16 cells (95.5%).
+template <typename E>
+bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  if constexpr (sizeof(E) > 8) {
+    return false;  // 16-byte elements: one per cell (PlainBlock tiles)
+  } else {
+    using Word = std::conditional_t<sizeof(E) == 1, uint2, uint4>;
+    constexpr int P = sizeof(Word) / sizeof(E);
+    if (!cells_aligned(in, g, P, sizeof(Word))) return false;
+    launch_cells<E, Word, 16>(in, out, g, stream);
+    return true;
+  }
 }
 
 // The skinny kernel applies where the short side is at most kSkinnyMax and its run is
@@ -552,22 +566,14 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
     launch_tiles<E, PlainBlock<E>, 32, 0>(in, out, g, stream);
   } else if (variant == Variant::kSmemPadded) {
     launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
-  } else if constexpr (sizeof(E) >= 2 && sizeof(E) <= 8) {
-    // 16-byte accesses where the layout allows; then 4-byte packed words; then elements.
-    if (cells_aligned(in, g, 16 / sizeof(E), 16)) {
-      launch_vec16<E>(in, out, g, stream);
-    } else if constexpr (sizeof(E) == 2) {
-      if (cells_aligned(in, g, PackedBlock<E>::P, 4)) launch_tiles<E, PackedBlock<E>, 32, 1>(in, out, g, stream);
-      else launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
-    } else {
-      launch_tiles<E, PlainBlock<E>, sizeof(E) == 4 ? 64 : 32, 1>(in, out, g, stream);
-    }
-  } else if constexpr (sizeof(E) == 1) {
-    if (cells_aligned(in, g, 16, 16)) launch_vec16<E>(in, out, g, stream);
-    else if (cells_aligned(in, g, PackedBlock<E>::P, 4)) launch_tiles<E, PackedBlock<E>, 32, 1>(in, out, g, stream);
+  } else if (launch_word_cells(in, out, g, stream)) {
+    // done: words of 8 or 16 bytes (elements of up to 8 bytes, where the layout allows)
+  } else if constexpr (sizeof(E) <= 2) {
+    // 4-byte packed words; then elements.
+    if (cells_aligned(in, g, PackedBlock<E>::P, 4)) launch_tiles<E, PackedBlock<E>, 32, 1>(in, out, g, stream);
     else launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
   } else {
-    launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);  // 16-byte elements
+    launch_tiles<E, PlainBlock<E>, sizeof(E) == 4 ? 64 : 32, 1>(in, out, g, stream);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
