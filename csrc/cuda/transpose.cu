@@ -214,7 +214,7 @@ transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
           E* line = out + out_off + (r0 + i) * g.row_out_stride + c0;
           const Word w = plane[i][lane_fast][lane_slow];
           if (c0 + P <= g.cols) {
-            // (through the intrinsic: a plain word store to an E* line compiled to 4-byte
+            // (through the intrinsic: a plain uint4 store to an E* line compiled to four 4-byte
             // stores for 2- and 4-byte E; the time did not change, the L2 merges them)
             if (stream_out) __stcs(reinterpret_cast<Word*>(line), w);  // evict-first
             else __stwb(reinterpret_cast<Word*>(line), w);
