@@ -1,6 +1,6 @@
 // The one library definition of the `smem` namespace: every schema and its tags.
-// Kernels register per backend beside their code (cpu/*.cpp, cuda/*.cu); fake kernels and
-// autograd live in smem_ops/ops.py. The pybind11 module only answers introspection questions:
+// Kernels register per backend beside their code (cpu/*.cpp, cuda/*.cu), autograd in
+// autograd.cpp; fake kernels live in smem_ops/ops.py. The pybind11 module only answers introspection questions:
 // the ops themselves always go through the dispatcher.
 #include <Python.h>
 #include <pybind11/pybind11.h>

@@ -1,4 +1,4 @@
-"""Typed Python front for torch.ops.smem.*: wrappers, fake kernels, autograd.
+"""Typed Python front for torch.ops.smem.*: wrappers and fake kernels.
 
 The kernels live in C++/CUDA and are reached through the dispatcher. The fake kernels
 here give torch.compile / torch.export the output metadata and raise the same errors
@@ -226,72 +226,5 @@ def _transpose_fake(x, dim0=-2, dim1=-1):
 def _histc_fake(x, bins=100, min=0, max=0, *, dtype=None):  # noqa: A002
     return x.new_empty((bins,), dtype=_histc_out_dtype(x, bins, min, max, dtype))
 
-
-# ----------------------------------------------------------------------------- autograd
-
-def _expand_grad(grad: Tensor, shape, dims, keepdim: bool) -> Tensor:
-    """Broadcasts the gradient of a reduction back to the input's shape."""
-    if not keepdim:
-        for d in sorted(dims):
-            grad = grad.unsqueeze(d)
-    return grad.expand(shape)
-
-
-def _sum_setup(ctx, inputs, keyword_only_inputs, output):
-    """Setup for sum and sum_of_squares: what the backward needs to undo the reduction."""
-    x, dim = inputs[0], inputs[1]
-    ctx.shape = x.shape
-    ctx.in_dtype = x.dtype
-    ctx.dims = _reduced_dims(x, dim, "sum")  # dims were validated by the forward
-    ctx.keepdim = inputs[2] if len(inputs) > 2 else False
-
-
-def _sum_backward(ctx, grad):
-    g = _expand_grad(grad, ctx.shape, ctx.dims, ctx.keepdim)
-    return g.to(ctx.in_dtype), None, None
-
-
-def _sum_of_squares_setup(ctx, inputs, keyword_only_inputs, output):
-    _sum_setup(ctx, inputs, keyword_only_inputs, output)
-    ctx.save_for_backward(inputs[0])
-
-
-def _sum_of_squares_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    g = _expand_grad(grad, ctx.shape, ctx.dims, ctx.keepdim)
-    # d/dx sum(x*x) = 2x; for complex input torch's convention conjugates the derivative.
-    return (g * (2 * x.to(g.dtype)).conj()).to(ctx.in_dtype), None, None
-
-
-def _dot_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
-
-
-def _dot_backward(ctx, grad):
-    a, b = ctx.saved_tensors
-    return grad * b.conj(), grad * a.conj()
-
-
-def _transpose_setup(ctx, inputs, output):
-    ctx.dims = (inputs[1], inputs[2]) if len(inputs) > 2 else (-2, -1)
-
-
-def _transpose_backward(ctx, grad):
-    return _ops.transpose(grad, *ctx.dims), None, None
-
-
-def _histc_backward(ctx, grad):
-    raise RuntimeError("smem.histc is not differentiable: its output is a count")
-
-
-def _histc_setup(ctx, inputs, keyword_only_inputs, output):
-    pass
-
-
-torch.library.register_autograd("smem::sum", _sum_backward, setup_context=_sum_setup)
-torch.library.register_autograd("smem::sum_of_squares", _sum_of_squares_backward,
-                                setup_context=_sum_of_squares_setup)
-torch.library.register_autograd("smem::dot", _dot_backward, setup_context=_dot_setup)
-torch.library.register_autograd("smem::transpose", _transpose_backward,
-                                setup_context=_transpose_setup)
-torch.library.register_autograd("smem::histc", _histc_backward, setup_context=_histc_setup)
+# Autograd is registered in C++ (csrc/autograd.cpp): a Python autograd kernel runs on every
+# call, grad or not, and cost 5-7 us each.

@@ -62,6 +62,30 @@ def test_gradcheck(device):
     assert x.grad.dtype == torch.float32 and torch.equal(x.grad, torch.ones_like(x))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_double_backward(device):
+    d = lambda *s: torch.randn(*s, dtype=torch.float64, device=device, requires_grad=True)  # noqa: E731
+    assert torch.autograd.gradgradcheck(lambda x: smem_ops.transpose(x, 0, 1), (d(3, 4),))
+    assert torch.autograd.gradgradcheck(lambda x: smem_ops.sum_of_squares(x, 1), (d(3, 4),))
+    assert torch.autograd.gradgradcheck(lambda x: smem_ops.sum(x, 0, keepdim=True), (d(3, 4),))
+    assert torch.autograd.gradgradcheck(smem_ops.dot, (d(5), d(5)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_graph_only_when_needed(device):
+    # the C++ autograd kernels skip the graph when nothing requires grad, or grad is off
+    x = torch.randn(4, 5, device=device)
+    w = x.clone().requires_grad_()
+    assert smem_ops.sum(x, 1).grad_fn is None
+    with torch.no_grad():
+        assert smem_ops.sum_of_squares(w).grad_fn is None
+        assert smem_ops.transpose(w).grad_fn is None
+    assert smem_ops.sum(w, 1).grad_fn is not None
+    out = smem_ops.dot(w[0], x[1])  # one input needs grad: only it gets one
+    out.backward()
+    assert torch.equal(w.grad[0], x[1]) and torch.equal(w.grad[1:], torch.zeros_like(w.grad[1:]))
+
+
 def model(x, y):
     # pointwise ops on both sides of every op
     t = smem_ops.transpose(torch.relu(x) + 1, 0, 1) * 2
