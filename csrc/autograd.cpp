@@ -54,8 +54,8 @@ bool needs_graph(std::initializer_list<const at::Tensor*> inputs) {
   return std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor* t) { return t->requires_grad(); });
 }
 
-// The dims a sum reduces, wrapped: all of them when dim is None or empty (the forward has
-// already rejected bad dims; a 0-dim input reduces none).
+// The dims a sum reduces, wrapped and sorted: all of them when dim is None or empty, none of a
+// 0-dim input. Only after the op has run, which rejects bad dims with smem's own messages.
 std::vector<int64_t> reduced_dims(int64_t ndim, at::OptionalIntArrayRef dim) {
   std::vector<int64_t> dims;
   if (ndim == 0) return dims;
@@ -75,13 +75,17 @@ template <bool kSquares>
 struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim,
                             bool keepdim, std::optional<at::ScalarType> dtype) {
+    at::Tensor out;
+    {
+      const at::AutoDispatchBelowADInplaceOrView below;
+      out = sum_op(kSquares).call(self, dim, keepdim, dtype);  // first: it checks dim
+    }
     ctx->saved_data["shape"] = c10::IValue(self.sym_sizes());
     ctx->saved_data["dtype"] = self.scalar_type();
     ctx->saved_data["dims"] = reduced_dims(self.dim(), dim);
     ctx->saved_data["keepdim"] = keepdim;
     if constexpr (kSquares) ctx->save_for_backward({self});
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return sum_op(kSquares).call(self, dim, keepdim, dtype);
+    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -9,8 +9,8 @@ import smem_ops
 from conftest import DEVICES, HAS_CUDA
 
 
-def _cases(device):
-    f = lambda *s: torch.randn(s, device=device)  # noqa: E731
+def _cases(device, grad=False):
+    f = lambda *s: torch.randn(s, device=device, requires_grad=grad)  # noqa: E731
     cases = [
         ("dot length", lambda: smem_ops.dot(f(3), f(4)), ValueError,
          "smem.dot: inconsistent tensor size, expected self of size 3 and other of size 4 to be equal"),
@@ -74,9 +74,11 @@ def _find(exc, etype, message):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("index", range(len(_ids())), ids=_ids())
-def test_eager_error(device, index):
-    _, fn, etype, message = _cases(device)[index]
+def test_eager_error(device, grad, index):
+    # with grad, the call goes through the autograd node's forward
+    _, fn, etype, message = _cases(device, grad)[index]
     with pytest.raises(etype, match=re.escape(message)):
         fn()
 
