@@ -1,7 +1,7 @@
 """smem_ops: shared-memory CUDA kernels registered as torch.ops.smem.*.
 
-Importing this package loads the compiled library (which defines the ops with the
-dispatcher) and registers their fake kernels and autograd formulas.
+Importing this package loads the compiled library (which defines the ops and registers
+their kernels and autograd with the dispatcher) and registers their fake kernels.
 """
 
 import torch  # noqa: F401  (the extension links against torch)
