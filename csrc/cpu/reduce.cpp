@@ -57,7 +57,7 @@ template <typename T, typename A> using widen_t = typename Widen<T, A>::type;
 // the 2-core dev machine, 1M in cache 2x slower). Eight float adds per lane are exact for the
 // seeds' 1.23f and otherwise cost a few ulp of an 8-term partial, far below the final rounding
 // to float. Widened blocks use 64 lanes (8 AVX2 chains of the run): with 32, GCC ordered each
-// chain's eight loads 128 bytes apart and streamed 10-15% slower from memory (measured).
+// chain's eight loads 128 bytes apart and streamed 7-16% slower from memory (4 runs).
 constexpr int kRun = 8;
 
 template <ReduceMap M, typename A, typename T>
