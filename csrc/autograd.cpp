@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace smem {
 namespace {
@@ -49,9 +50,25 @@ const c10::TypedOperatorHandle<HistcSig>& histc_op() {
   return handle;
 }
 
-bool needs_graph(std::initializer_list<const at::Tensor*> inputs) {
-  if (!at::GradMode::is_enabled()) return false;
-  return std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor* t) { return t->requires_grad(); });
+// The op's backend kernel, called past the Autograd kernels.
+template <typename Sig, typename... Args>
+at::Tensor call_below(const c10::TypedOperatorHandle<Sig>& op, const Args&... args) {
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op.call(args...);
+}
+
+template <typename T>
+bool requires_grad(const T& arg) {
+  if constexpr (std::is_same_v<T, at::Tensor>) return arg.requires_grad();
+  else return false;
+}
+
+// What each Autograd kernel does: a Node (a torch::autograd::Function) when grad mode is on and
+// a tensor argument requires grad; otherwise straight to the backend, with no graph.
+template <typename Node, typename Sig, typename... Args>
+at::Tensor graph_or_below(const c10::TypedOperatorHandle<Sig>& op, const Args&... args) {
+  if (at::GradMode::is_enabled() && (requires_grad(args) || ...)) return Node::apply(args...);
+  return call_below(op, args...);
 }
 
 // The dims a sum reduces, wrapped and sorted: all of them when dim is None or empty, none of a
@@ -75,11 +92,7 @@ template <bool kSquares>
 struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim,
                             bool keepdim, std::optional<at::ScalarType> dtype) {
-    at::Tensor out;
-    {
-      const at::AutoDispatchBelowADInplaceOrView below;
-      out = sum_op(kSquares).call(self, dim, keepdim, dtype);  // first: it checks dim
-    }
+    at::Tensor out = call_below(sum_op(kSquares), self, dim, keepdim, dtype);  // first: it checks dim
     ctx->saved_data["shape"] = c10::IValue(self.sym_sizes());
     ctx->saved_data["dtype"] = self.scalar_type();
     ctx->saved_data["dims"] = reduced_dims(self.dim(), dim);
@@ -104,16 +117,13 @@ struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
 template <bool kSquares>
 at::Tensor sum_like_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                              std::optional<at::ScalarType> dtype) {
-  if (needs_graph({&self})) return SumLike<kSquares>::apply(self, dim, keepdim, dtype);
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return sum_op(kSquares).call(self, dim, keepdim, dtype);
+  return graph_or_below<SumLike<kSquares>>(sum_op(kSquares), self, dim, keepdim, dtype);
 }
 
 struct Dot : torch::autograd::Function<Dot> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
     ctx->save_for_backward({a, b});
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return dot_op().call(a, b);
+    return call_below(dot_op(), a, b);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
@@ -124,9 +134,7 @@ struct Dot : torch::autograd::Function<Dot> {
 };
 
 at::Tensor dot_autograd(const at::Tensor& a, const at::Tensor& b) {
-  if (needs_graph({&a, &b})) return Dot::apply(a, b);
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return dot_op().call(a, b);
+  return graph_or_below<Dot>(dot_op(), a, b);
 }
 
 // The gradient of a transpose is the same transpose, through the dispatcher (and so through
@@ -135,8 +143,7 @@ struct Transpose : torch::autograd::Function<Transpose> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, int64_t dim0, int64_t dim1) {
     ctx->saved_data["dim0"] = dim0;
     ctx->saved_data["dim1"] = dim1;
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return transpose_op().call(self, dim0, dim1);
+    return call_below(transpose_op(), self, dim0, dim1);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     return {transpose_op()
@@ -146,17 +153,14 @@ struct Transpose : torch::autograd::Function<Transpose> {
 };
 
 at::Tensor transpose_autograd(const at::Tensor& self, int64_t dim0, int64_t dim1) {
-  if (needs_graph({&self})) return Transpose::apply(self, dim0, dim1);
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return transpose_op().call(self, dim0, dim1);
+  return graph_or_below<Transpose>(transpose_op(), self, dim0, dim1);
 }
 
 // A histogram is a count: a float result joins the graph only to say so when backward reaches it.
 struct Histc : torch::autograd::Function<Histc> {
   static at::Tensor forward(AutogradContext*, const at::Tensor& self, int64_t bins, const at::Scalar& lo,
                             const at::Scalar& hi, std::optional<at::ScalarType> dtype) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return histc_op().call(self, bins, lo, hi, dtype);
+    return call_below(histc_op(), self, bins, lo, hi, dtype);
   }
   static variable_list backward(AutogradContext*, variable_list) {
     TORCH_CHECK(false, "smem.histc is not differentiable: its output is a count");
@@ -166,9 +170,7 @@ struct Histc : torch::autograd::Function<Histc> {
 
 at::Tensor histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo, const at::Scalar& hi,
                           std::optional<at::ScalarType> dtype) {
-  if (needs_graph({&self})) return Histc::apply(self, bins, lo, hi, dtype);
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return histc_op().call(self, bins, lo, hi, dtype);
+  return graph_or_below<Histc>(histc_op(), self, bins, lo, hi, dtype);
 }
 
 }  // namespace
