@@ -1,0 +1,53 @@
+"""A/B of smem.sum against torch.sum on the CPU, timed alternately (issue 4's CPU goal).
+
+On a shared machine the memory bandwidth drifts within minutes, so a sweep that times each row
+apart from its baseline can disagree with itself by 5-10%; here the two take turns, round by
+round, with x.amax() (a plain read of the same memory) as the bandwidth reference.
+
+    python tools/cpu_sum_ab.py [--numel 16777216] [--rounds 10] [--calls 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import smem_ops  # noqa: F401  (registers torch.ops.smem)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--numel", type=int, default=1 << 24)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--calls", type=int, default=40, help="calls per round; a round reports their median")
+    args = p.parse_args(argv)
+    torch.manual_seed(0)
+    x = torch.randn(args.numel)
+    fns = {"torch.sum": lambda: torch.sum(x), "smem.sum": lambda: torch.ops.smem.sum(x),
+           "x.amax()": lambda: x.amax()}
+    for fn in fns.values():
+        fn()
+    rounds: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(args.rounds):
+        for name, fn in fns.items():
+            times = []
+            for _ in range(args.calls):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            rounds[name].append(statistics.median(times) * 1e6)
+    print(f"# {args.numel} fp32, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    for name, us in rounds.items():
+        med = statistics.median(us)
+        print(f"{name:10} median of rounds {med:8.0f} us ({x.nbytes / med / 1e3:5.1f} GB/s)  rounds:",
+              " ".join(f"{t:.0f}" for t in us))
+    ratio = [a / b for a, b in zip(rounds["torch.sum"], rounds["smem.sum"])]
+    print("torch.sum / smem.sum per round:", " ".join(f"{r:.2f}" for r in ratio),
+          f" median {statistics.median(ratio):.3f}")
+
+
+if __name__ == "__main__":
+    main()
