@@ -168,6 +168,36 @@ def test_bitwise_repeatable(device, dtype):
             assert torch.equal(fn(), first)
 
 
+def _column_tree_reference(x):
+    """Column sums of a 2-D x as the CPU kernel defines them: float32 partial sums over a tree
+    that halves the rows (left half floor(n/2)) down to leaves of 32 rows, each summed in row order."""
+    def tree(r0, r1):
+        if r1 - r0 <= 32:
+            acc = torch.zeros(x.shape[1], dtype=torch.float32)
+            for r in range(r0, r1):
+                acc = acc + x[r].float()
+            return acc
+        mid = r0 + (r1 - r0) // 2
+        return tree(r0, mid) + tree(mid, r1)
+    return tree(0, x.shape[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(5000, 37), (3001, 300), (70, 9000)], ids=str)
+def test_cpu_column_sums_follow_one_tree(dtype, shape):
+    # Column tiles with fewer tiles than threads run subtrees of the row tree in parallel; the
+    # bits must be those of the whole tree, whatever the thread count.
+    x = make_tensor(shape, dtype, "cpu")
+    ref = _column_tree_reference(x).to(dtype)
+    threads = torch.get_num_threads()
+    try:
+        for n in sorted({1, 2, threads}):
+            torch.set_num_threads(n)
+            assert torch.equal(smem_ops.sum(x, 0), ref), n
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_fp32_precision_constant(device):
     # The seeds' case, scaled to the CPU budget: n copies of 1.23 in fp32.
