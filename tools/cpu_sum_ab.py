@@ -4,7 +4,7 @@ On a shared machine the memory bandwidth drifts within minutes, so a sweep that 
 apart from its baseline can disagree with itself by 5-10%; here the two take turns, round by
 round, with x.amax() (a plain read of the same memory) as the bandwidth reference.
 
-    python tools/cpu_sum_ab.py [--numel 16777216] [--rounds 10] [--calls 40]
+    python tools/cpu_sum_ab.py [--shape 16777216] [--dim D] [--dtype bfloat16] [--rounds 10] [--calls 40]
 """
 
 from __future__ import annotations
@@ -20,14 +20,17 @@ import smem_ops  # noqa: F401  (registers torch.ops.smem)
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--numel", type=int, default=1 << 24)
+    p.add_argument("--shape", type=int, nargs="+", default=[1 << 24])
+    p.add_argument("--dim", type=int, default=None, help="sum over this dim (default: all)")
+    p.add_argument("--dtype", default="float32")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--calls", type=int, default=40, help="calls per round; a round reports their median")
     args = p.parse_args(argv)
     torch.manual_seed(0)
-    x = torch.randn(args.numel)
-    fns = {"torch.sum": lambda: torch.sum(x), "smem.sum": lambda: torch.ops.smem.sum(x),
-           "x.amax()": lambda: x.amax()}
+    x = torch.randn(args.shape).to(getattr(torch, args.dtype))
+    dims = None if args.dim is None else [args.dim]
+    fns = {"torch.sum": lambda: torch.sum(x) if dims is None else torch.sum(x, dims),
+           "smem.sum": lambda: torch.ops.smem.sum(x, dims), "x.amax()": lambda: x.amax()}
     for fn in fns.values():
         fn()
     rounds: dict[str, list[float]] = {k: [] for k in fns}
@@ -39,7 +42,8 @@ def main(argv=None) -> None:
                 fn()
                 times.append(time.perf_counter() - t0)
             rounds[name].append(statistics.median(times) * 1e6)
-    print(f"# {args.numel} fp32, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"# {args.dtype} {tuple(x.shape)}, dim {args.dim}, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}")
     for name, us in rounds.items():
         med = statistics.median(us)
         print(f"{name:10} median of rounds {med:8.0f} us ({x.nbytes / med / 1e3:5.1f} GB/s)  rounds:",

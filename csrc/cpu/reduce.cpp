@@ -154,8 +154,11 @@ void column_tree(const T* a, const T* b, int64_t ld, int64_t r0, int64_t r1, int
 }
 
 // How many levels of the row tree to cut off so `tiles` tiles x 2^levels subtrees give every
-// thread about two tasks; only levels whose nodes all split (more than kColLeafRows rows).
-inline int column_split_levels(int64_t tiles, int64_t R) {
+// thread about two tasks; only levels whose nodes all split (more than kColLeafRows rows), and
+// none for inputs too small to repay waking the threads.
+constexpr int64_t kColSplitMinElements = int64_t(1) << 16;
+inline int column_split_levels(int64_t tiles, int64_t R, int64_t elements) {
+  if (elements < kColSplitMinElements) return 0;
   const int64_t want = 2 * static_cast<int64_t>(at::get_num_threads());
   int levels = 0;
   for (int64_t smallest = R; tiles << levels < want && smallest > kColLeafRows && levels < 10; ++levels)
@@ -171,7 +174,7 @@ void reduce_columns(const T* a, const T* b, O* out, int64_t outer, int64_t R, in
   using A = acc_t<T>;
   const int64_t tile_w = std::min<int64_t>(inner, kColTileBytes / static_cast<int64_t>(sizeof(A)));
   const int64_t col_tiles = (inner + tile_w - 1) / tile_w, tiles = outer * col_tiles;
-  const int levels = column_split_levels(tiles, R);
+  const int levels = column_split_levels(tiles, R, outer * R * inner);
   const int64_t pieces = int64_t(1) << levels;
   // Piece p of 2^levels: the row range reached by the bits of p, most significant first.
   auto piece_rows = [&](int64_t p, int64_t& r0, int64_t& r1) {
@@ -201,17 +204,16 @@ void reduce_columns(const T* a, const T* b, O* out, int64_t outer, int64_t R, in
     }
   });
   if (levels == 0) return;
-  at::parallel_for(0, tiles, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
-      const int64_t w = std::min(tile_w, inner - c0);
-      A* piece = &sums[t * pieces * tile_w];
-      for (int64_t step = 1; step < pieces; step *= 2)  // left child += right child, bottom up
-        for (int64_t p = 0; p < pieces; p += 2 * step)
-          for (int64_t c = 0; c < w; ++c) piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
-      for (int64_t c = 0; c < w; ++c) out[o * inner + c0 + c] = static_cast<O>(piece[c]);
-    }
-  });
+  // Few tiles (fewer than two per thread) and pieces of at most 16 KiB: added on this thread.
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
+    const int64_t w = std::min(tile_w, inner - c0);
+    A* piece = &sums[t * pieces * tile_w];
+    for (int64_t step = 1; step < pieces; step *= 2)  // left child += right child, bottom up
+      for (int64_t p = 0; p < pieces; p += 2 * step)
+        for (int64_t c = 0; c < w; ++c) piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
+    for (int64_t c = 0; c < w; ++c) out[o * inner + c0 + c] = static_cast<O>(piece[c]);
+  }
 }
 
 template <ReduceMap M, typename T, typename O>
