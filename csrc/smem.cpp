@@ -1,7 +1,7 @@
 // The one library definition of the `smem` namespace: every schema and its tags.
 // Kernels register per backend beside their code (cpu/*.cpp, cuda/*.cu), autograd in
-// autograd.cpp; fake kernels live in smem_ops/ops.py. The pybind11 module only answers introspection questions:
-// the ops themselves always go through the dispatcher.
+// autograd.cpp; fake kernels live in smem_ops/ops.py. The pybind11 module only answers
+// introspection questions: the ops themselves always go through the dispatcher.
 #include <Python.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -161,7 +161,8 @@ inline int column_split_levels(int64_t tiles, int64_t R, int64_t elements) {
   if (elements < kColSplitMinElements) return 0;
   const int64_t want = 2 * static_cast<int64_t>(at::get_num_threads());
   int levels = 0;
-  for (int64_t smallest = R; tiles << levels < want && smallest > kColLeafRows && levels < 10; ++levels)
+  for (int64_t smallest = R; tiles << levels < want && smallest > kColLeafRows && levels < 10;
+       ++levels)
     smallest /= 2;
   return levels;
 }
@@ -186,33 +187,40 @@ void reduce_columns(const T* a, const T* b, O* out, int64_t outer, int64_t R, in
       else r1 = mid;
     }
   };
+  // Tile t: outer index o, first column c0, width w; its sums go to out[o, c0 .. c0 + w).
+  struct Tile {
+    int64_t o, c0, w;
+  };
+  auto tile_at = [&](int64_t t) {
+    const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
+    return Tile{o, c0, std::min(tile_w, inner - c0)};
+  };
+  auto write = [&](const Tile& tile, const A* sum) {
+    for (int64_t c = 0; c < tile.w; ++c) out[tile.o * inner + tile.c0 + c] = static_cast<O>(sum[c]);
+  };
   // A piece's sum lands in its slot of `sums` when the tree is cut, else straight in scratch.
   std::vector<A> sums(levels > 0 ? tiles * pieces * tile_w : 0);
   at::parallel_for(0, tiles * pieces, 1, [&](int64_t begin, int64_t end) {
     std::vector<A> scratch(column_depth(R) * tile_w);
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t t = task / pieces, p = task % pieces;
-      const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
-      const int64_t w = std::min(tile_w, inner - c0);
-      const int64_t base = o * R * inner + c0;
+      const Tile tile = tile_at(task / pieces);
+      const int64_t base = tile.o * R * inner + tile.c0;
       int64_t r0, r1;
-      piece_rows(p, r0, r1);
+      piece_rows(task % pieces, r0, r1);
       A* acc = levels > 0 ? &sums[task * tile_w] : scratch.data();
-      column_tree<M, A>(a + base, b + base, inner, r0, r1, w, acc, scratch.data() + tile_w);
-      if (levels == 0)
-        for (int64_t c = 0; c < w; ++c) out[o * inner + c0 + c] = static_cast<O>(acc[c]);
+      column_tree<M, A>(a + base, b + base, inner, r0, r1, tile.w, acc, scratch.data() + tile_w);
+      if (levels == 0) write(tile, acc);
     }
   });
   if (levels == 0) return;
   // Few tiles (fewer than two per thread) and pieces of at most 16 KiB: added on this thread.
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
-    const int64_t w = std::min(tile_w, inner - c0);
+    const Tile tile = tile_at(t);
     A* piece = &sums[t * pieces * tile_w];
     for (int64_t step = 1; step < pieces; step *= 2)  // left child += right child, bottom up
       for (int64_t p = 0; p < pieces; p += 2 * step)
-        for (int64_t c = 0; c < w; ++c) piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
-    for (int64_t c = 0; c < w; ++c) out[o * inner + c0 + c] = static_cast<O>(piece[c]);
+        for (int64_t c = 0; c < tile.w; ++c) piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
+    write(tile, piece);
   }
 }
 
