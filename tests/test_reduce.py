@@ -20,6 +20,10 @@ CASES = [
     ((2, 1, 9), 1), ((9000, 3), 0), ((3, 9000), 1), ((2, 5000, 3), [0, 1]),
     # rows of whole 16-byte vectors (the vectorized column kernel), with and without splits
     ((257, 144), 0), ((3, 1001, 64), 1), ((20000, 16), 0),
+    # split column sums of several outer indices (partials of every outer index side by side),
+    # scalar and vectorized columns; unsplit block-per-row sums of 4097..8192 (fp32: 8 loads
+    # in flight per thread, a guarded batch where the row ends mid-batch)
+    ((3, 3001, 130), 1), ((4, 2000, 128), 1), ((400, 8191), 1), ((300, 5000), -1),
 ]
 
 

@@ -91,6 +91,7 @@ CASES = {
     "sum_256m": lambda: _sum(1 << 28),
     "sum_64m": lambda: _sum(1 << 26),
     "sum_rows_8192": lambda: _sum((8192, 8192), dim=-1),
+    "sum_rows_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=-1),
     "sum_cols_8192": lambda: _sum((8192, 8192), dim=0),
     "sum_cols_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),

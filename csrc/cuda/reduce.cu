@@ -2,9 +2,10 @@
 //
 // Every reduction is a contiguous [outer, reduced, inner] view (reduce.h), served by two kernels:
 //   reduce_rows_kernel (inner == 1): a group of threads (one warp, or a whole block) walks a row
-//     with 16-byte loads, four in flight per thread, accumulates in the accumulate type, then
-//     reduces through warp shuffles and shared memory. Long rows with few of them are split
-//     across `splits` blocks; a full reduction is one row split across the whole GPU.
+//     with 16-byte loads, four in flight per thread (eight for whole fp32 rows of one block
+//     each), accumulates in the accumulate type, then reduces through warp shuffles and
+//     shared memory. Long rows with few of them are split across `splits` blocks; a full
+//     reduction is one row split across the whole GPU.
 //   reduce_cols_kernel (inner > 1): a 32 x 8 block (8 x 32 for short rows) owns 32 adjacent
 //     columns, or 32 16-byte vectors of them where rows are aligned, so each warp reads a
 //     contiguous stretch of a row (coalesced); the row slices meet in shared memory.
@@ -82,7 +83,7 @@ __device__ A partials_sum(const A* p, int64_t n, int64_t t, int64_t stride) {
 
 // Sum of map(a[i], b[i]) over the i in [0, n) that belong to thread `t` of `nthreads`
 // cooperating threads. 16-byte loads for the aligned body, scalar loads for head and tail.
-template <ReduceMap M, typename T, typename A = acc_t<T>>
+template <ReduceMap M, int kInFlight = kLoadsInFlight, typename T, typename A = acc_t<T>>
 __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_t nthreads,
                            bool streaming) {
   constexpr int V = vec_width<T>();
@@ -99,7 +100,7 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
   const int64_t nvec = (n - head) / V;
   const VecT* av = reinterpret_cast<const VecT*>(a + head);
   const VecT* bv = reinterpret_cast<const VecT*>(b + head);
-  for_each_batched<kLoadsInFlight>(
+  for_each_batched<kInFlight>(
       t, nvec, nthreads,
       [&](int64_t i) { return load_pair<M>(av + i, bv + i, streaming); },
       [&](const Pair<VecT>& v) { acc.add(vector_sum<M, A>(v.a, v.b)); });
@@ -108,8 +109,9 @@ __device__ A thread_partial(const T* a, const T* b, int64_t n, int64_t t, int64_
 }
 
 // Rows of length n. kGroup == kWarpSize: each warp owns a row. kGroup == kBlockThreads: each
-// block owns a slice (blockIdx.x of `splits`) of a row (blockIdx.y, striding by gridDim.y).
-template <ReduceMap M, int kGroup, typename T, typename O>
+// block owns a slice (blockIdx.x of `splits`) of a row (blockIdx.y, striding by gridDim.y),
+// each thread kInFlight 16-byte loads in flight.
+template <ReduceMap M, int kGroup, typename T, typename O, int kInFlight = kLoadsInFlight>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
                    int64_t rows, int64_t n, int splits, bool streaming) {
@@ -124,8 +126,8 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   } else {
     for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
       const int64_t t = static_cast<int64_t>(blockIdx.x) * kGroup + threadIdx.x;
-      A v = block_sum<kGroup>(thread_partial<M>(a + row * n, b + row * n, n, t,
-                                                static_cast<int64_t>(splits) * kGroup, streaming));
+      A v = block_sum<kGroup>(thread_partial<M, kInFlight>(
+          a + row * n, b + row * n, n, t, static_cast<int64_t>(splits) * kGroup, streaming));
       if (splits == 1) {
         if (threadIdx.x == 0) out[row] = static_cast<O>(v);
         continue;
@@ -203,16 +205,17 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
         for (int k = 0; k < V; ++k) out[out_index + k] = static_cast<O>(v[k]);
       continue;
     }
+    // partials are [split][output], so a warp writes (and the last block reads) them coalesced
     if (writer)
 #pragma unroll
-      for (int k = 0; k < V; ++k) partial[(out_index + k) * splits + blockIdx.y] = v[k];
+      for (int k = 0; k < V; ++k) partial[blockIdx.y * outer * inner + out_index + k] = v[k];
     if (last_block_to_finish(&done[tile], splits)) {
       // The kSlices threads of each column combine its partials: strided, then in order.
       Accumulator<A> total[V];
       if (c < inner)
         for (int s = threadIdx.y; s < splits; s += kSlices)
 #pragma unroll
-          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(&partial[(out_index + k) * splits + s]));
+          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(&partial[s * outer * inner + out_index + k]));
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = total[k].value();
       sum_slices(v);
@@ -228,10 +231,15 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
 template <typename Kernel>
 int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_row,
                   int64_t min_work_per_split, int blocks_per_sm) {
-  blocks_per_sm = std::min(blocks_per_sm, resident_blocks_per_sm(kernel, kBlockThreads));
-  const int64_t fill = static_cast<int64_t>(current_device_info().sm_count) * blocks_per_sm;
+  const int resident = resident_blocks_per_sm(kernel, kBlockThreads);
+  const int64_t sms = current_device_info().sm_count;
+  const int64_t fill = sms * std::min(blocks_per_sm, resident);
   if (independent_blocks >= fill) return 1;
-  const int64_t by_fill = ceil_div(fill, independent_blocks);
+  // Rounding up must not leave a few blocks for a second wave, which would start only when
+  // the first wave is done (bf16 8192^2 over dim 0: 288 blocks for 264 resident, 73.7 us;
+  // 256, 57.4 us).
+  const int64_t by_fill = std::min(ceil_div(fill, independent_blocks),
+                                   std::max<int64_t>(1, sms * resident / independent_blocks));
   const int64_t by_work = std::max<int64_t>(1, work_per_row / min_work_per_split);
   return static_cast<int>(std::min<int64_t>({by_fill, by_work, 65535}));
 }
@@ -267,6 +275,12 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
                                      kRowBlocksPerSm);
     SplitWorkspace<A> work(splits, outer, outer, options);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
+    // Whole fp32 rows of one block each: 8 loads in flight, so a row of up to 8192 is one
+    // batch, one wait (8192^2 over dim -1: 99.5 -> 98.3 us). Not for bf16, whose 8-load
+    // kernel takes 108 registers and so fewer blocks per SM (92 us), nor for split rows (no
+    // gain measured for flat sums).
+    if constexpr (std::is_same_v<T, float>)
+      if (splits == 1) kernel = reduce_rows_kernel<M, kBlockThreads, T, O, 8>;
     kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
                                                splits, streaming);
   } else {
