@@ -236,8 +236,8 @@ int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_r
   const int64_t fill = sms * std::min(blocks_per_sm, resident);
   if (independent_blocks >= fill) return 1;
   // Rounding up must not leave a few blocks for a second wave, which would start only when
-  // the first wave is done (bf16 8192^2 over dim 0: 288 blocks for 264 resident, 73.7 us;
-  // 256, 57.4 us).
+  // the first wave is done (bf16 8192^2 over dim 0, 2 resident per SM: 288 blocks for 264
+  // slots took 73.7 us, 256 blocks 57.4 us; h100_64fdde4_probes.log, run 2).
   const int64_t by_fill = std::min(ceil_div(fill, independent_blocks),
                                    std::max<int64_t>(1, sms * resident / independent_blocks));
   const int64_t by_work = std::max<int64_t>(1, work_per_row / min_work_per_split);
@@ -276,9 +276,9 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     SplitWorkspace<A> work(splits, outer, outer, options);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
     // Whole fp32 rows of one block each: 8 loads in flight, so a row of up to 8192 is one
-    // batch, one wait (8192^2 over dim -1: 99.5 -> 98.3 us). Not for bf16, whose 8-load
-    // kernel takes 108 registers and so fewer blocks per SM (92 us), nor for split rows (no
-    // gain measured for flat sums).
+    // batch, one wait (8192^2 over dim -1: 99.2-99.8 -> 98.1-98.5 us). Not for bf16, whose
+    // 8-load kernel takes 108 registers and so fewer blocks per SM (92 us), nor for split
+    // rows (no gain measured for flat sums).
     if constexpr (std::is_same_v<T, float>)
       if (splits == 1) kernel = reduce_rows_kernel<M, kBlockThreads, T, O, 8>;
     kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
