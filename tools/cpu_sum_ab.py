@@ -57,7 +57,7 @@ def main(argv=None) -> None:
         print(f"{name:10} median of rounds {med:8.0f} us ({nbytes / med / 1e3:5.1f} GB/s)  rounds:",
               " ".join(f"{t:.0f}" for t in us))
     ratio = [a / b for a, b in zip(rounds["torch"], rounds["smem"])]
-    print(f"torch / smem per round:", " ".join(f"{r:.2f}" for r in ratio),
+    print("torch / smem per round:", " ".join(f"{r:.2f}" for r in ratio),
           f" median {statistics.median(ratio):.3f}")
 
 
