@@ -27,6 +27,8 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--calls", type=int, default=40, help="calls per round; a round reports their median")
     args = p.parse_args(argv)
+    if args.op == "dot" and (args.dim is not None or len(args.shape) != 1):
+        p.error("--op dot takes a 1-D --shape and no --dim")
     torch.manual_seed(0)
     x = torch.randn(args.shape).to(getattr(torch, args.dtype))
     dims = None if args.dim is None else [args.dim]
