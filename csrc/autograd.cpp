@@ -11,8 +11,9 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <type_traits>
+
+#include "reduce.h"
 
 namespace smem {
 namespace {
@@ -71,17 +72,13 @@ at::Tensor graph_or_below(const c10::TypedOperatorHandle<Sig>& op, const Args&..
   return call_below(op, args...);
 }
 
-// The dims a sum reduces, wrapped and sorted: all of them when dim is None or empty, none of a
-// 0-dim input. Only after the op has run, which rejects bad dims with smem's own messages.
-std::vector<int64_t> reduced_dims(int64_t ndim, at::OptionalIntArrayRef dim) {
+// The dims a sum reduces, in order (none of a 0-dim input), read off the plan's mask. Only
+// after the op has run, which has already rejected bad dims.
+std::vector<int64_t> reduced_dims(int64_t ndim, at::OptionalIntArrayRef dim, const char* op) {
+  const std::vector<bool> mask = reduced_dim_mask(ndim, dim, op);
   std::vector<int64_t> dims;
-  if (ndim == 0) return dims;
-  if (!dim.has_value() || dim->empty()) {
-    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
-  } else {
-    for (int64_t d : *dim) dims.push_back(at::maybe_wrap_dim(d, ndim));
-  }
-  std::sort(dims.begin(), dims.end());
+  for (int64_t d = 0; d < ndim; ++d)
+    if (mask[d]) dims.push_back(d);
   return dims;
 }
 
@@ -95,7 +92,7 @@ struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
     at::Tensor out = call_below(sum_op(kSquares), self, dim, keepdim, dtype);  // first: it checks dim
     ctx->saved_data["shape"] = c10::IValue(self.sym_sizes());
     ctx->saved_data["dtype"] = self.scalar_type();
-    ctx->saved_data["dims"] = reduced_dims(self.dim(), dim);
+    ctx->saved_data["dims"] = reduced_dims(self.dim(), dim, kSquares ? "sum_of_squares" : "sum");
     ctx->saved_data["keepdim"] = keepdim;
     if constexpr (kSquares) ctx->save_for_backward({self});
     return out;

@@ -9,6 +9,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/macros/Macros.h>
 
+#include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -69,6 +70,25 @@ inline at::ScalarType sum_result_dtype(at::ScalarType in, std::optional<at::Scal
   return at::isIntegralType(in, /*includeBool=*/true) ? at::kLong : in;
 }
 
+// Which dims of an ndim-dim tensor a reduction over `dim` reduces: all when dim is None or
+// empty. Checked as torch does (in range, no repeats); a 0-dim tensor has one dim to name.
+inline std::vector<bool> reduced_dim_mask(int64_t ndim, at::OptionalIntArrayRef dim, const char* op) {
+  std::vector<bool> reduced(std::max<int64_t>(ndim, 1), false);
+  if (!dim.has_value() || dim->empty()) {
+    std::fill(reduced.begin(), reduced.end(), true);
+    return reduced;
+  }
+  for (int64_t d : *dim) {
+    TORCH_CHECK_INDEX(d >= -std::max<int64_t>(ndim, 1) && d < std::max<int64_t>(ndim, 1),
+                      "smem.", op, ": dim ", d, " is out of range for a tensor of dimension ", ndim);
+    const int64_t w = at::maybe_wrap_dim(d, ndim);
+    TORCH_CHECK_VALUE(!reduced[w], "smem.", op, ": dim ", w,
+                      " appears multiple times in the list of dims");
+    reduced[w] = true;
+  }
+  return reduced;
+}
+
 inline ReducePlan plan_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype, const char* op) {
   check_reduce_dtype(self.scalar_type(), op, "input dtype");
@@ -77,20 +97,7 @@ inline ReducePlan plan_reduce(const at::Tensor& self, at::OptionalIntArrayRef di
   plan.out_dtype = sum_result_dtype(self.scalar_type(), dtype);
 
   const int64_t ndim = self.dim();
-  std::vector<bool> reduced(std::max<int64_t>(ndim, 1), false);
-  if (!dim.has_value() || dim->empty()) {
-    std::fill(reduced.begin(), reduced.end(), true);
-  } else {
-    for (int64_t d : *dim) {
-      TORCH_CHECK_INDEX(d >= -std::max<int64_t>(ndim, 1) && d < std::max<int64_t>(ndim, 1),
-                        "smem.", op, ": dim ", d, " is out of range for a tensor of dimension ",
-                        ndim);
-      const int64_t w = at::maybe_wrap_dim(d, ndim);
-      TORCH_CHECK_VALUE(!reduced[w], "smem.", op, ": dim ", w,
-                        " appears multiple times in the list of dims");
-      reduced[w] = true;
-    }
-  }
+  const std::vector<bool> reduced = reduced_dim_mask(ndim, dim, op);
   for (int64_t i = 0; i < ndim; ++i) {
     if (!reduced[i]) plan.out_shape.push_back(self.size(i));
     else if (keepdim) plan.out_shape.push_back(1);
