@@ -74,6 +74,14 @@ def _transpose(shape, dtype=torch.float32):
     return (lambda: ops.transpose(x, -2, -1)), x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
 
 
+def _copy(nbytes):
+    """torch's device copy moving nbytes in all (half read, half written): what the ceiling's
+    own kernel reaches at a sum's size, under the same flush."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=dev).random_(0, 255)
+    dst = torch.empty_like(src)
+    return (lambda: dst.copy_(src)), None, nbytes
+
+
 def _geam(shape):
     x = _randn(shape)
     return (lambda: cublas.geam_transpose(x)), x.t().contiguous(), 2 * x.numel() * x.element_size()
@@ -122,6 +130,10 @@ CASES = {
     "t_33x65536": lambda: _transpose((33, 65536), torch.bfloat16),
     "t_65536x33": lambda: _transpose((65536, 33), torch.bfloat16),
     "t_fp32_64": lambda: _transpose((64, 64)),
+    "copy_4mb": lambda: _copy(4 << 20),
+    "copy_64mb": lambda: _copy(64 << 20),
+    "copy_256mb": lambda: _copy(256 << 20),
+    "copy_512mb": lambda: _copy(512 << 20),
     "geam_fp32_4k": lambda: _geam((4096, 4096)),
     "geam_fp32_16k": lambda: _geam((16384, 16384)),
     "geam_8192x1000": lambda: _geam((8192, 1000)),
