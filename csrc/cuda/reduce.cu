@@ -206,16 +206,17 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
       continue;
     }
     // partials are [split][output], so a warp writes (and the last block reads) them coalesced
+    auto split_partial = [&](int64_t s) { return partial + s * outer * inner + out_index; };
     if (writer)
 #pragma unroll
-      for (int k = 0; k < V; ++k) partial[blockIdx.y * outer * inner + out_index + k] = v[k];
+      for (int k = 0; k < V; ++k) split_partial(blockIdx.y)[k] = v[k];
     if (last_block_to_finish(&done[tile], splits)) {
       // The kSlices threads of each column combine its partials: strided, then in order.
       Accumulator<A> total[V];
       if (c < inner)
         for (int s = threadIdx.y; s < splits; s += kSlices)
 #pragma unroll
-          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(&partial[s * outer * inner + out_index + k]));
+          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(split_partial(s) + k));
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = total[k].value();
       sum_slices(v);
