@@ -35,7 +35,7 @@ from . import cublas
 # --------------------------------------------------------------------------- timing
 
 
-def _l2_flush_buffer(device):
+def l2_flush_buffer(device):
     return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)
 
 
@@ -62,7 +62,7 @@ def time_cuda(fn: Callable[[], object], rep_ms: float = 100.0) -> float:
 
         return 1000.0 * triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
     except ImportError:  # same protocol by hand: events, flush, median
-        return time_events(fn, _l2_flush_buffer("cuda").zero_)
+        return time_events(fn, l2_flush_buffer("cuda").zero_)
 
 
 def time_cpu(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0) -> float:

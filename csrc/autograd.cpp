@@ -28,28 +28,23 @@ using TransposeSig = at::Tensor(const at::Tensor&, int64_t, int64_t);
 using HistcSig = at::Tensor(const at::Tensor&, int64_t, const at::Scalar&, const at::Scalar&,
                             std::optional<at::ScalarType>);
 
-template <typename Sig>
-c10::TypedOperatorHandle<Sig> find(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+// An op as the dispatcher holds it, looked up once (a lookup takes the dispatcher's lock).
+template <typename Sig, const char* kName>
+const c10::TypedOperatorHandle<Sig>& op_handle() {
+  static const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(kName, "").typed<Sig>();
+  return handle;
 }
-// Looked up once each: a lookup takes the dispatcher's lock.
+constexpr char kSum[] = "smem::sum";
+constexpr char kSumOfSquares[] = "smem::sum_of_squares";
+constexpr char kDot[] = "smem::dot";
+constexpr char kTranspose[] = "smem::transpose";
+constexpr char kHistc[] = "smem::histc";
 const c10::TypedOperatorHandle<SumSig>& sum_op(bool squares) {
-  static const auto sum = find<SumSig>("smem::sum");
-  static const auto squares_op = find<SumSig>("smem::sum_of_squares");
-  return squares ? squares_op : sum;
+  return squares ? op_handle<SumSig, kSumOfSquares>() : op_handle<SumSig, kSum>();
 }
-const c10::TypedOperatorHandle<DotSig>& dot_op() {
-  static const auto handle = find<DotSig>("smem::dot");
-  return handle;
-}
-const c10::TypedOperatorHandle<TransposeSig>& transpose_op() {
-  static const auto handle = find<TransposeSig>("smem::transpose");
-  return handle;
-}
-const c10::TypedOperatorHandle<HistcSig>& histc_op() {
-  static const auto handle = find<HistcSig>("smem::histc");
-  return handle;
-}
+const auto& dot_op() { return op_handle<DotSig, kDot>(); }
+const auto& transpose_op() { return op_handle<TransposeSig, kTranspose>(); }
+const auto& histc_op() { return op_handle<HistcSig, kHistc>(); }
 
 // The op's backend kernel, called past the Autograd kernels.
 template <typename Sig, typename... Args>

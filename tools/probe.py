@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
-from benchmarks.__main__ import copy_ceiling_gbs, time_cuda, time_events
+from benchmarks.__main__ import copy_ceiling_gbs, l2_flush_buffer, time_cuda, time_events
 
 ops = torch.ops.smem
 dev = "cuda"
@@ -141,14 +141,14 @@ CASES = {
 
 
 def time_clean(fn):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    flush = l2_flush_buffer(dev)
     clean = torch.ones(256 << 18, dtype=torch.float32, device=dev)
     # the flush's dirty lines, then a read that leaves the L2 holding clean lines of `clean`
     return time_events(fn, lambda: (flush.zero_(), clean.amax()))
 
 
 def time_settled(fn, cycles):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    flush = l2_flush_buffer(dev)
     # do_bench's flush, then the GPU spins: dirty lines the L2 writes back on its own while
     # idle are gone before fn starts; lines written back only when evicted are still there
     return time_events(fn, lambda: (flush.zero_(), torch.cuda._sleep(cycles)))
