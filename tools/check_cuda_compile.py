@@ -6,7 +6,9 @@ compile error fails CI. A CPU torch wheel ships the c10/cuda headers but not the
 its CMake build generates (c10/cuda/impl/cuda_cmake_macros.h); a stand-in with the same
 single definition is written to a temporary include directory.
 
-    python tools/check_cuda_compile.py [--arch 90] [--jobs 2]
+    python tools/check_cuda_compile.py [--archs "8.0;9.0+PTX"] [--jobs 2]
+
+The default arch list is the one a build with no GPU visible uses (smem_ops/_meta.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import concurrent.futures as cf
 import glob
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -22,17 +25,30 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_ARCHS = runpy.run_path(os.path.join(ROOT, "smem_ops", "_meta.py"))["DEFAULT_CUDA_ARCHS"]
 
 
-def nvcc_command(source: str, out: str, arch: str, shim: str) -> list[str]:
+def gencode_flags(archs: str) -> list[str]:
+    """TORCH_CUDA_ARCH_LIST syntax ("8.0;9.0+PTX") as nvcc -gencode flags, as torch builds them."""
+    flags = []
+    for arch in archs.replace(" ", ";").split(";"):
+        num = arch.removesuffix("+PTX").replace(".", "")
+        flags.append(f"-gencode=arch=compute_{num},code=sm_{num}")
+        if arch.endswith("+PTX"):
+            flags.append(f"-gencode=arch=compute_{num},code=compute_{num}")
+    return flags
+
+
+def nvcc_command(source: str, out: str, archs: str, shim: str) -> list[str]:
     from torch.utils import cpp_extension as ce
 
     includes = [os.path.join(ROOT, "csrc"), *ce.include_paths(), shim]
-    std = "-std=c++20" if "-std=c++20" in open(ce.__file__).read() else "-std=c++17"
+    with open(ce.__file__) as f:
+        std = "-std=c++20" if "-std=c++20" in f.read() else "-std=c++17"
     return [
         "nvcc", "-c", source, "-o", out, std, "-O3", "-lineinfo", "--expt-relaxed-constexpr",
         "-DSMEM_WITH_CUDA=1", "-Xcompiler", "-fPIC",
-        f"-gencode=arch=compute_{arch},code=sm_{arch}",
+        *gencode_flags(archs),
         *ce.COMMON_NVCC_FLAGS,
         *[f"-I{p}" for p in includes],
     ]
@@ -40,13 +56,14 @@ def nvcc_command(source: str, out: str, arch: str, shim: str) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arch", default="90", help="SM architecture to compile for (default 90)")
+    ap.add_argument("--archs", default=DEFAULT_ARCHS,
+                    help=f"archs in TORCH_CUDA_ARCH_LIST syntax (default {DEFAULT_ARCHS})")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
     if shutil.which("nvcc") is None:
         print("check_cuda_compile: nvcc not found", file=sys.stderr)
         return 1
-    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "cuda", "*.cu")))
+    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True))
     with tempfile.TemporaryDirectory() as tmp:
         shim = os.path.join(tmp, "include")
         os.makedirs(os.path.join(shim, "c10", "cuda", "impl"))
@@ -56,8 +73,8 @@ def main() -> int:
         def compile_one(src: str) -> tuple[str, int, str, float]:
             t0 = time.time()
             out = os.path.join(tmp, os.path.basename(src) + ".o")
-            p = subprocess.run(nvcc_command(src, out, args.arch, shim), capture_output=True,
-                               text=True)
+            p = subprocess.run(nvcc_command(src, out, args.archs, shim), capture_output=True,
+                               text=True, check=False)
             return src, p.returncode, p.stdout + p.stderr, time.time() - t0
 
         failed = 0
@@ -68,7 +85,8 @@ def main() -> int:
                 if rc != 0:
                     failed += 1
                     print("\n".join(log.splitlines()[:80]))
-    print(f"check_cuda_compile: {len(sources) - failed} of {len(sources)} CUDA sources compiled")
+    print(f"check_cuda_compile: {len(sources) - failed} of {len(sources)} CUDA sources compiled "
+          f"for {args.archs}")
     return 1 if failed else 0
 
 
