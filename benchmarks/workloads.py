@@ -1,0 +1,169 @@
+"""Real workloads that call torch's histogram functions, with and without smem_ops.enable().
+
+    python -m benchmarks.workloads [--quick] [--out DIR] [--save]
+
+- histc sweep: torch.histc, fp32, 256 bins, 2^12..2^28 elements.
+- MoE routing counts as Hugging Face transformers (`torch.histc(ids.int(), E, 0, E - 1)`) and
+  torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount;
+  plus a CUDA graph of a router step (top-k, then the counts) captured and replayed.
+- torch.ao.quantization.HistogramObserver: forward passes over random activations; the
+  observer's state at the end must be the same with and without enable().
+- Per-channel histogram equalization of uint8 images (torchvision's `equalize`), when
+  torchvision and smem.batched_histc exist: the output must be identical.
+
+Every timed result is first checked against torch's. Device time (CUPTI kernel durations,
+L2 flushed before each call) is what goals are judged on; wall time is reported beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from functools import partial
+
+import torch
+
+import smem_ops
+
+from .provenance import RESULTS, SCRATCH, commit, slug
+from .timing import time_device, time_wall
+
+
+def clocks(fn) -> dict:
+    return {"device_us": round(time_device(fn).us, 2), "wall_us": round(time_wall(fn), 2)}
+
+
+def row(workload: str, impl: str, params: dict, fn, rows: list) -> dict:
+    r = {"workload": workload, "impl": impl, **params, **clocks(fn)}
+    rows.append(r)
+    print(f"{workload:12} {impl:22} {json.dumps(params):60} device {r['device_us']:9.2f} us"
+          f"   wall {r['wall_us']:9.2f} us", flush=True)
+    return r
+
+
+def same(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    if not torch.equal(a.cpu(), b.cpu()):
+        raise AssertionError(f"{what}: smem and torch differ")
+
+
+def histc_sweep(quick: bool, rows: list) -> None:
+    for log2 in (range(12, 29, 4) if quick else range(12, 29, 2)):
+        x = torch.randn(1 << log2, device="cuda")
+        want = torch.histc(x, 256, -3, 3)
+        with smem_ops.enabled():
+            same(torch.histc(x, 256, -3, 3), want, f"histc 2^{log2}")
+        params = {"n": f"2^{log2}", "bins": 256}
+        row("histc", "torch", params, partial(torch.histc, x, 256, -3, 3), rows)
+        with smem_ops.enabled():
+            row("histc", "torch+enable", params, partial(torch.histc, x, 256, -3, 3), rows)
+
+
+def moe_counts(quick: bool, rows: list) -> None:
+    shapes = [(4096, 2), (65536, 8)] if quick else [(4096, 2), (65536, 8), (262144, 8)]
+    for tokens, top_k in shapes:
+        for experts in (8, 64, 128, 256):
+            ids = torch.randint(0, experts, (tokens, top_k), device="cuda")
+            ids32 = ids.int()
+            want = torch.bincount(ids.flatten(), minlength=experts)
+            same(smem_ops.bincount(ids, experts), want, "bincount")
+            same(torch.histc(ids32, experts, 0, experts - 1).long(), want, "hf histc")
+            params = {"tokens": tokens, "top_k": top_k, "experts": experts}
+            row("moe", "torch.histc int32", params,
+                partial(torch.histc, ids32, experts, 0, experts - 1), rows)
+            row("moe", "torch.histc int64", params,
+                partial(torch.histc, ids, experts, 0, experts), rows)
+            with smem_ops.enabled():
+                same(torch.histc(ids32, experts, 0, experts - 1).long(), want, "enabled")
+                row("moe", "torch.histc int32+enable", params,
+                    partial(torch.histc, ids32, experts, 0, experts - 1), rows)
+                row("moe", "torch.histc int64+enable", params,
+                    partial(torch.histc, ids, experts, 0, experts), rows)
+            row("moe", "smem_ops.bincount", params, partial(smem_ops.bincount, ids, experts), rows)
+    # A router step in a CUDA graph: torch.histc syncs nothing with an explicit range, so it
+    # captures with and without enable(); bincount captures too.
+    logits = torch.randn(65536, 64, device="cuda")
+    for name, count in (("histc+enable", lambda i: torch.histc(i.int(), 64, 0, 63)),
+                        ("bincount", lambda i: smem_ops.bincount(i, 64))):
+        with smem_ops.enabled():
+            count(logits.topk(8, dim=-1).indices)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                counts = count(logits.topk(8, dim=-1).indices)
+        logits.normal_()
+        graph.replay()
+        same(counts.long(), torch.bincount(logits.topk(8, dim=-1).indices.flatten(),
+                                           minlength=64), f"graph {name}")
+        print(f"moe          CUDA graph of a router step with {name}: captured, replay correct")
+
+
+def histogram_observer(quick: bool, rows: list) -> None:
+    from torch.ao.quantization import HistogramObserver
+
+    shape = (16, 1024, 1024) if quick else (64, 1024, 1024)
+    steps = [torch.randn(shape, device="cuda") * (1 + i / 4) for i in range(4)]
+
+    def calibrate():
+        obs = HistogramObserver().cuda()
+        for x in steps:
+            obs(x)
+        return obs
+
+    want = calibrate()
+    with smem_ops.enabled():
+        got = calibrate()
+    for name in ("histogram", "min_val", "max_val"):
+        same(getattr(got, name), getattr(want, name), f"observer {name}")
+    obs_torch, obs_smem = calibrate(), calibrate()
+    params = {"shape": list(shape), "bins": obs_torch.bins}
+    row("observer", "torch", params, lambda: obs_torch(steps[-1]), rows)
+    with smem_ops.enabled():
+        row("observer", "torch+enable", params, lambda: obs_smem(steps[-1]), rows)
+
+
+def equalize(quick: bool, rows: list) -> None:
+    try:
+        from torchvision.transforms.v2.functional import equalize as tv_equalize
+    except ImportError:
+        print("equalize: torchvision is not installed; skipped")
+        return
+    if not hasattr(torch.ops.smem, "batched_histc"):
+        print("equalize: smem.batched_histc is not built; skipped")
+        return
+    from .equalize import equalize as smem_equalize
+
+    images = torch.randint(0, 256, (16 if quick else 64, 3, 224, 224), dtype=torch.uint8,
+                           device="cuda")
+    same(smem_equalize(images), tv_equalize(images), "equalize")
+    params = {"shape": list(images.shape)}
+    row("equalize", "torchvision", params, lambda: tv_equalize(images), rows)
+    row("equalize", "smem", params, lambda: smem_equalize(images), rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=SCRATCH)
+    ap.add_argument("--save", action="store_true", help="write into benchmarks/results")
+    args = ap.parse_args(argv)
+    if not (torch.cuda.is_available() and smem_ops.cuda_compiled()):
+        print("workloads: needs a CUDA device and a CUDA build of smem_ops")
+        return 0
+    rows: list = []
+    for workload in (histc_sweep, moe_counts, histogram_observer, equalize):
+        workload(args.quick, rows)
+    out = RESULTS if args.save else args.out
+    os.makedirs(out, exist_ok=True)
+    name = torch.cuda.get_device_name()
+    sha, dirty = commit()
+    env = {"gpu": name, "torch": torch.__version__, "cuda": torch.version.cuda,
+           "commit": sha + ("+dirty" if dirty else ""), "smem_ops": smem_ops.build_info()}
+    path = os.path.join(out, f"{slug(name)}_workloads.json")
+    with open(path, "w") as f:
+        json.dump({"environment": env, "rows": rows}, f, indent=1)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
