@@ -1,0 +1,21 @@
+# cmake -DLIB=libsmem_ops.so -DNM=nm -DREADELF=readelf -P check_no_python.cmake
+# Fails if the library needs anything from Python: an undefined Py*/_Py* symbol, or a
+# libpython / libtorch_python dependency.
+execute_process(COMMAND ${NM} -D --undefined-only ${LIB} OUTPUT_VARIABLE undefined RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} failed on ${LIB}")
+endif()
+string(REGEX MATCHALL "[ \t]_?Py[A-Za-z0-9_]*" py "${undefined}")
+if(py)
+  message(FATAL_ERROR "${LIB} needs Python symbols:${py}")
+endif()
+execute_process(COMMAND ${READELF} -d ${LIB} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${READELF} failed on ${LIB}")
+endif()
+string(REGEX MATCHALL "\\[lib(python|torch_python)[^]]*\\]" needed "${dynamic}")
+if(needed)
+  message(FATAL_ERROR "${LIB} links ${needed}")
+endif()
+string(REGEX MATCHALL "\\[[^]]+\\.so[^]]*\\]" all_needed "${dynamic}")
+message(STATUS "${LIB}: no Python symbols; needs ${all_needed}")

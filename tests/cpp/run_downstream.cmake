@@ -1,0 +1,32 @@
+# cmake -DPREFIX=<installed smem_ops> -DSOURCE=<downstream project> -DBINARY=<build dir>
+#       [-DGENERATOR=Ninja] [-DCXX=g++] [-DCUDA=nvcc] [-DCUDA_ROOT=dir] -P run_downstream.cmake
+# Configures the downstream project with only the smem_ops prefix on CMAKE_PREFIX_PATH (the
+# package finds torch itself), builds it and runs its program.
+file(REMOVE_RECURSE ${BINARY})
+set(args -S ${SOURCE} -B ${BINARY} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${PREFIX})
+if(GENERATOR)
+  list(APPEND args -G ${GENERATOR})
+endif()
+if(CXX)
+  list(APPEND args -DCMAKE_CXX_COMPILER=${CXX})
+endif()
+if(CUDA)  # a CUDA torch's package enables CUDA in every project that finds it
+  list(APPEND args -DCMAKE_CUDA_COMPILER=${CUDA})
+endif()
+if(CUDA_ROOT)
+  list(APPEND args -DCUDA_TOOLKIT_ROOT_DIR=${CUDA_ROOT})
+endif()
+foreach(step IN ITEMS configure build run)
+  if(step STREQUAL "configure")
+    set(cmd ${CMAKE_COMMAND} ${args})
+  elseif(step STREQUAL "build")
+    set(cmd ${CMAKE_COMMAND} --build ${BINARY})
+  else()
+    set(cmd ${BINARY}/downstream_app)
+  endif()
+  message(STATUS "downstream ${step}: ${cmd}")
+  execute_process(COMMAND ${cmd} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "downstream ${step} failed (${rc})")
+  endif()
+endforeach()
