@@ -10,7 +10,7 @@ its transpose, row-major (C, R), is an R x C column-major result with leading di
 from __future__ import annotations
 
 import ctypes
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -19,14 +19,14 @@ _GEAM = {torch.float32: ("cublasSgeam", ctypes.c_float),
          torch.float64: ("cublasDgeam", ctypes.c_double)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _library() -> ctypes.CDLL:
     torch.cuda.current_blas_handle()  # loads and initializes torch's cuBLAS
     with open("/proc/self/maps") as maps:
         paths = {line.split()[-1] for line in maps if "/libcublas.so" in line}
     if not paths:
         raise RuntimeError("libcublas is not loaded in this process")
-    return ctypes.CDLL(sorted(paths)[0])
+    return ctypes.CDLL(min(paths))
 
 
 def supported(x: torch.Tensor) -> bool:

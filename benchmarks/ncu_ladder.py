@@ -1,10 +1,11 @@
 """Shared-memory bank conflicts of each transpose ladder variant, read by Nsight Compute.
 
-    python -m benchmarks.ncu_ladder [--out DIR]
+    python -m benchmarks.ncu_ladder [--out DIR | --save]
 
 Runs itself under `ncu --clock-control none` (leaves the GPU's clocks alone) with one launch
 of every variant on the same fp32 8192 x 8192 input, and prints, per variant, the shared
-load/store instructions and the bank conflicts they caused. Writes ncu_ladder.json.
+load/store instructions and the bank conflicts they caused. Writes <gpu>_ncu_ladder.json and
+.log into bench-out/ (or --out DIR), or with --save into benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+from benchmarks.provenance import RESULTS, SCRATCH, commit, slug
 
 METRICS = {
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "smem load bank conflicts",
@@ -42,7 +45,8 @@ def worker():
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--out", default=None, help=f"output folder (default {SCRATCH})")
+    ap.add_argument("--save", action="store_true", help="write into benchmarks/results/")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -57,7 +61,7 @@ def main(argv=None):
     cmd = [ncu, "--clock-control", "none", "--csv", "--kernel-name", "regex:transpose",
            "--metrics", ",".join(METRICS), sys.executable, "-m", "benchmarks.ncu_ladder",
            "--worker"]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.dirname(
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=os.path.dirname(
         os.path.dirname(os.path.abspath(__file__))))
     rows = [r for r in csv.reader(io.StringIO(p.stdout)) if len(r) > 5]
     if p.returncode != 0 or not rows:
@@ -73,12 +77,26 @@ def main(argv=None):
     table = []
     for variant, (_, k) in zip(variants, sorted(kernels.items(), key=lambda kv: int(kv[0]))):
         table.append({"variant": variant, **k})
-    for t in table:
-        print(f"{t['variant']:<14} " + "  ".join(f"{name}: {t.get(name, '-')}" for name in
-                                                  METRICS.values()) + f"  [{t['kernel'][:60]}]")
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "ncu_ladder.json"), "w") as f:
-        json.dump({"input": "fp32 8192x8192", "metrics": METRICS, "variants": table}, f, indent=1)
+    import torch
+
+    sha, dirty = commit()
+    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "commit": sha, "dirty": dirty,
+           "command": "python -m benchmarks.ncu_ladder (ncu --clock-control none)"}
+    lines = ["# " + ", ".join(f"{k} {v}" for k, v in env.items())]
+    lines += [f"{t['variant']:<14} " + "  ".join(f"{name}: {t.get(name, '-')}" for name in
+                                                 METRICS.values()) + f"  [{t['kernel'][:60]}]"
+              for t in table]
+    print("\n".join(lines))
+    out = RESULTS if args.save else (args.out or SCRATCH)
+    os.makedirs(out, exist_ok=True)
+    stem = os.path.join(out, slug(env["gpu"]) + "_ncu_ladder")
+    with open(stem + ".json", "w") as f:
+        json.dump({"environment": env, "input": "fp32 8192x8192", "metrics": METRICS,
+                   "variants": table}, f, indent=1)
+    with open(stem + ".log", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"# wrote {stem}.json, {stem}.log")
     return 0
 
 

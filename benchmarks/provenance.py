@@ -1,0 +1,31 @@
+"""Where results go, and what they record about the code and the machine that made them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH = os.path.join(REPO, "bench-out")  # default output: never committed
+RESULTS = os.path.join(REPO, "benchmarks", "results")  # --save: the committed results
+
+
+def _git(*args) -> str:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO,
+                              check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def commit() -> tuple[str, bool]:
+    """(short commit, whether tracked files differ from it). SMEM_COMMIT overrides the commit,
+    for checkouts without their .git."""
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    return os.environ.get("SMEM_COMMIT") or _git("rev-parse", "--short", "HEAD") or "unknown", dirty
+
+
+def slug(name: str) -> str:
+    """A file-name stem for a device: 'NVIDIA H100 80GB HBM3' -> 'nvidia_h100_80gb_hbm3'."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
