@@ -7,12 +7,12 @@
 // torch::autograd::Function node. The backward formulas are plain ATen ops (and smem.transpose),
 // so torch.compile traces them into its backward graph.
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
 #include <type_traits>
 
+#include "op_handles.h"
 #include "reduce.h"
 
 namespace smem {
@@ -20,31 +20,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// The ops as the dispatcher holds them, called below autograd inside the kernels here.
-using SumSig = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>);
-using DotSig = at::Tensor(const at::Tensor&, const at::Tensor&);
-using TransposeSig = at::Tensor(const at::Tensor&, int64_t, int64_t);
-using HistcSig = at::Tensor(const at::Tensor&, int64_t, const at::Scalar&, const at::Scalar&,
-                            std::optional<at::ScalarType>);
-
-// An op as the dispatcher holds it, looked up once (a lookup takes the dispatcher's lock).
-template <typename Sig, const char* kName>
-const c10::TypedOperatorHandle<Sig>& op_handle() {
-  static const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(kName, "").typed<Sig>();
-  return handle;
-}
-constexpr char kSum[] = "smem::sum";
-constexpr char kSumOfSquares[] = "smem::sum_of_squares";
-constexpr char kDot[] = "smem::dot";
-constexpr char kTranspose[] = "smem::transpose";
-constexpr char kHistc[] = "smem::histc";
-const c10::TypedOperatorHandle<SumSig>& sum_op(bool squares) {
-  return squares ? op_handle<SumSig, kSumOfSquares>() : op_handle<SumSig, kSum>();
-}
-const auto& dot_op() { return op_handle<DotSig, kDot>(); }
-const auto& transpose_op() { return op_handle<TransposeSig, kTranspose>(); }
-const auto& histc_op() { return op_handle<HistcSig, kHistc>(); }
 
 // The op's backend kernel, called past the Autograd kernels.
 template <typename Sig, typename... Args>
@@ -82,9 +57,11 @@ std::vector<int64_t> reduced_dims(int64_t ndim, at::OptionalIntArrayRef dim, con
 // the input dtype where dtype= changed it.
 template <bool kSquares>
 struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim,
-                            bool keepdim, std::optional<at::ScalarType> dtype) {
-    at::Tensor out = call_below(sum_op(kSquares), self, dim, keepdim, dtype);  // first: it checks dim
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self,
+                            at::OptionalIntArrayRef dim, bool keepdim,
+                            std::optional<at::ScalarType> dtype) {
+    at::Tensor out =
+        call_below(sum_op(kSquares), self, dim, keepdim, dtype);  // first: it checks dim
     ctx->saved_data["shape"] = c10::IValue(self.sym_sizes());
     ctx->saved_data["dtype"] = self.scalar_type();
     ctx->saved_data["dims"] = reduced_dims(self.dim(), dim, kSquares ? "sum_of_squares" : "sum");
@@ -102,7 +79,8 @@ struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
       const at::Tensor x = ctx->get_saved_variables()[0];
       g = g * (2 * x.to(g.scalar_type())).conj();
     }
-    return {g.to(ctx->saved_data["dtype"].toScalarType()), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.to(ctx->saved_data["dtype"].toScalarType()), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -132,14 +110,15 @@ at::Tensor dot_autograd(const at::Tensor& a, const at::Tensor& b) {
 // The gradient of a transpose is the same transpose, through the dispatcher (and so through
 // this kernel again: double backward works).
 struct Transpose : torch::autograd::Function<Transpose> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, int64_t dim0, int64_t dim1) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, int64_t dim0,
+                            int64_t dim1) {
     ctx->saved_data["dim0"] = dim0;
     ctx->saved_data["dim1"] = dim1;
     return call_below(transpose_op(), self, dim0, dim1);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {transpose_op()
-                .call(grads[0], ctx->saved_data["dim0"].toInt(), ctx->saved_data["dim1"].toInt()),
+    return {transpose_op().call(grads[0], ctx->saved_data["dim0"].toInt(),
+                                ctx->saved_data["dim1"].toInt()),
             at::Tensor(), at::Tensor()};
   }
 };
@@ -150,8 +129,9 @@ at::Tensor transpose_autograd(const at::Tensor& self, int64_t dim0, int64_t dim1
 
 // A histogram is a count: a float result joins the graph only to say so when backward reaches it.
 struct Histc : torch::autograd::Function<Histc> {
-  static at::Tensor forward(AutogradContext*, const at::Tensor& self, int64_t bins, const at::Scalar& lo,
-                            const at::Scalar& hi, std::optional<at::ScalarType> dtype) {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& self, int64_t bins,
+                            const at::Scalar& lo, const at::Scalar& hi,
+                            std::optional<at::ScalarType> dtype) {
     return call_below(histc_op(), self, bins, lo, hi, dtype);
   }
   static variable_list backward(AutogradContext*, variable_list) {
@@ -160,8 +140,8 @@ struct Histc : torch::autograd::Function<Histc> {
   }
 };
 
-at::Tensor histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo, const at::Scalar& hi,
-                          std::optional<at::ScalarType> dtype) {
+at::Tensor histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo,
+                          const at::Scalar& hi, std::optional<at::ScalarType> dtype) {
   return graph_or_below<Histc>(histc_op(), self, bins, lo, hi, dtype);
 }
 

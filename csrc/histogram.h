@@ -32,18 +32,23 @@ C10_HOST_DEVICE inline int64_t histc_bin(M v, M lo, M hi, int64_t bins) {
 
 struct HistcPlan {
   int64_t bins = 100;
-  double lo = 0, hi = 0;  // requested range, cast to the input dtype as torch does
+  double lo = 0, hi = 0;    // requested range, cast to the input dtype as torch does
   bool auto_range = false;  // min == max: range from the data's finite min and max
   at::ScalarType out_dtype = at::kFloat;
 };
 
 inline bool histc_input_supported(at::ScalarType t) {
   switch (t) {
-    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
-    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
-      return true;
-    default:
-      return false;
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble: return true;
+    default: return false;
   }
 }
 
@@ -60,12 +65,13 @@ inline double histc_cast_bound(double v, at::ScalarType t) {
 inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                             const at::Scalar& max, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK_TYPE(histc_input_supported(self.scalar_type()), "smem.histc: input dtype ",
-                   dtype_name(self.scalar_type()), " is not supported (expected a floating point or "
+                   dtype_name(self.scalar_type()),
+                   " is not supported (expected a floating point or "
                    "integer dtype other than bool)");
   TORCH_CHECK_VALUE(bins > 0, "smem.histc: bins must be > 0, but got ", bins);
   const double lo = min.toDouble(), hi = max.toDouble();
-  TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), "smem.histc: range of [", lo, ", ",
-                    hi, "] is not finite");
+  TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), "smem.histc: range of [", lo, ", ", hi,
+                    "] is not finite");
   TORCH_CHECK_VALUE(lo <= hi, "smem.histc: max must be larger than min, but got min=", lo,
                     " and max=", hi);
   HistcPlan plan;
@@ -98,8 +104,7 @@ C10_HOST_DEVICE inline void histc_widen_empty_range(M& lo, M& hi) {
 // dtype.
 template <typename Launch>
 at::Tensor histc_host(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                      const at::Scalar& max, std::optional<at::ScalarType> dtype,
-                      Launch&& launch) {
+                      const at::Scalar& max, std::optional<at::ScalarType> dtype, Launch&& launch) {
   const HistcPlan plan = plan_histc(self, bins, min, max, dtype);
   at::Tensor counts = at::empty({bins}, self.options().dtype(at::kLong));
   if (self.numel() > 0) launch(self.contiguous(), plan, counts);  // writes every bin

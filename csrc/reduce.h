@@ -46,10 +46,18 @@ C10_HOST_DEVICE inline A map_element(T a, T b) {
 
 inline void check_reduce_dtype(at::ScalarType t, const char* op, const char* what) {
   switch (t) {
-    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
-    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
-    case at::kComplexFloat: case at::kComplexDouble:
-      return;
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kComplexFloat:
+    case at::kComplexDouble: return;
     default:
       TORCH_CHECK_TYPE(false, "smem.", op, ": ", what, " ", dtype_name(t), " is not supported");
   }
@@ -72,15 +80,16 @@ inline at::ScalarType sum_result_dtype(at::ScalarType in, std::optional<at::Scal
 
 // Which dims of an ndim-dim tensor a reduction over `dim` reduces: all when dim is None or
 // empty. Checked as torch does (in range, no repeats); a 0-dim tensor has one dim to name.
-inline std::vector<bool> reduced_dim_mask(int64_t ndim, at::OptionalIntArrayRef dim, const char* op) {
+inline std::vector<bool> reduced_dim_mask(int64_t ndim, at::OptionalIntArrayRef dim,
+                                          const char* op) {
   std::vector<bool> reduced(std::max<int64_t>(ndim, 1), false);
   if (!dim.has_value() || dim->empty()) {
     std::fill(reduced.begin(), reduced.end(), true);
     return reduced;
   }
   for (int64_t d : *dim) {
-    TORCH_CHECK_INDEX(d >= -std::max<int64_t>(ndim, 1) && d < std::max<int64_t>(ndim, 1),
-                      "smem.", op, ": dim ", d, " is out of range for a tensor of dimension ", ndim);
+    TORCH_CHECK_INDEX(d >= -std::max<int64_t>(ndim, 1) && d < std::max<int64_t>(ndim, 1), "smem.",
+                      op, ": dim ", d, " is out of range for a tensor of dimension ", ndim);
     const int64_t w = at::maybe_wrap_dim(d, ndim);
     TORCH_CHECK_VALUE(!reduced[w], "smem.", op, ": dim ", w,
                       " appears multiple times in the list of dims");
@@ -116,13 +125,17 @@ inline ReducePlan plan_reduce(const at::Tensor& self, at::OptionalIntArrayRef di
   if (reduced_groups <= 1) {
     bool seen = false;
     for (auto& [is_red, size] : groups) {
-      if (is_red) { plan.reduced = size; seen = true; }
-      else if (seen) plan.inner *= size;
+      if (is_red) {
+        plan.reduced = size;
+        seen = true;
+      } else if (seen) plan.inner *= size;
       else plan.outer *= size;
     }
   } else {
-    for (int64_t i = 0; i < ndim; ++i) if (!reduced[i]) plan.permutation.push_back(i);
-    for (int64_t i = 0; i < ndim; ++i) if (reduced[i]) plan.permutation.push_back(i);
+    for (int64_t i = 0; i < ndim; ++i)
+      if (!reduced[i]) plan.permutation.push_back(i);
+    for (int64_t i = 0; i < ndim; ++i)
+      if (reduced[i]) plan.permutation.push_back(i);
     for (int64_t i = 0; i < ndim; ++i) (reduced[i] ? plan.reduced : plan.outer) *= self.size(i);
   }
   return plan;
@@ -179,17 +192,23 @@ at::Tensor dot_host(const at::Tensor& self, const at::Tensor& other, Launch&& la
 }
 
 inline void check_dot_args(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK_VALUE(a.device() == b.device(), "smem.dot: expected both tensors on the same device, "
-                    "but got self on ", a.device(), " and other on ", b.device());
+  TORCH_CHECK_VALUE(a.device() == b.device(),
+                    "smem.dot: expected both tensors on the same device, "
+                    "but got self on ",
+                    a.device(), " and other on ", b.device());
   TORCH_CHECK_VALUE(a.dim() == 1 && b.dim() == 1, "smem.dot: 1D tensors expected, but got ",
                     a.dim(), "D and ", b.dim(), "D tensors");
-  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "smem.dot: expected both tensors to have "
-                   "the same dtype, but got self ", dtype_name(a.scalar_type()), " and other ",
-                   dtype_name(b.scalar_type()));
-  TORCH_CHECK_TYPE(a.scalar_type() != at::kBool, "smem.dot: input dtype torch.bool is not supported");
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(),
+                   "smem.dot: expected both tensors to have "
+                   "the same dtype, but got self ",
+                   dtype_name(a.scalar_type()), " and other ", dtype_name(b.scalar_type()));
+  TORCH_CHECK_TYPE(a.scalar_type() != at::kBool,
+                   "smem.dot: input dtype torch.bool is not supported");
   check_reduce_dtype(a.scalar_type(), "dot", "input dtype");
-  TORCH_CHECK_VALUE(a.numel() == b.numel(), "smem.dot: inconsistent tensor size, expected self of "
-                    "size ", a.numel(), " and other of size ", b.numel(), " to be equal");
+  TORCH_CHECK_VALUE(a.numel() == b.numel(),
+                    "smem.dot: inconsistent tensor size, expected self of "
+                    "size ",
+                    a.numel(), " and other of size ", b.numel(), " to be equal");
 }
 
 }  // namespace smem

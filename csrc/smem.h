@@ -1,4 +1,5 @@
-// Declarations shared between the library definition (smem.cpp) and the backends.
+// Declarations shared between the library definition (smem.cpp), the backends, the C++ API
+// (api.cpp) and the pybind11 module (python/module.cpp).
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -38,6 +39,12 @@ inline std::string dtype_name(c10::ScalarType t) {
   }
 }
 
+// Build introspection (smem.cpp), exposed as smem_ops._C.* and smem_ops::* in C++.
+// Whether the CUDA kernels were built; the SM architectures they were built for (none in a
+// CPU-only build); whether thread-block cluster kernels can run on a CUDA device.
+bool cuda_compiled();
+std::vector<int64_t> compiled_archs();
+bool cluster_supported(int64_t device);
 // Names of the technique-ladder variants of a family ("reduce", "transpose", "histogram"),
 // from naive to best. Variants are CUDA kernels: a CPU-only build has none.
 std::vector<std::string> variants(const std::string& family);

@@ -29,7 +29,7 @@ struct TransposeGeometry {
   int64_t batch_out_stride[kTransposeMaxBatchDims] = {};
   int64_t rows = 1, cols = 1;  // tile dims: rows = dim k (1 for a row copy), cols = last dim
   int64_t row_in_stride = 0, col_in_stride = 0, row_out_stride = 0;  // col_out_stride is 1
-  bool tiled = false;          // false: row copy
+  bool tiled = false;                                                // false: row copy
   C10_HOST_DEVICE int64_t batches() const {
     int64_t n = 1;
     for (int i = 0; i < nbatch; ++i) n *= batch_size[i];
@@ -50,7 +50,8 @@ struct TransposeGeometry {
 
 inline std::pair<int64_t, int64_t> transpose_dims(const at::Tensor& self, int64_t dim0,
                                                   int64_t dim1) {
-  TORCH_CHECK_VALUE(self.dim() > 0, "smem.transpose: expected a tensor with at least one "
+  TORCH_CHECK_VALUE(self.dim() > 0,
+                    "smem.transpose: expected a tensor with at least one "
                     "dimension, but got a 0-dim tensor");
   const int64_t n = self.dim();
   for (int64_t d : {dim0, dim1}) {
@@ -82,7 +83,10 @@ inline std::optional<TransposeGeometry> plan_transpose(const at::Tensor& x, int6
     }
   }
   TransposeGeometry g;
-  if (S.empty()) { S.push_back(1); T.push_back(1); }
+  if (S.empty()) {
+    S.push_back(1);
+    T.push_back(1);
+  }
   g.cols = S[0];
   g.col_in_stride = T[0];
   // The dim with the smallest input stride, other than the last: candidate tile rows.
@@ -92,7 +96,10 @@ inline std::optional<TransposeGeometry> plan_transpose(const at::Tensor& x, int6
   g.tiled = k != 0 && T[k] < T[0];
   int64_t out_stride = S[0];
   std::vector<int64_t> out_strides(S.size(), 1);
-  for (size_t i = 1; i < S.size(); ++i) { out_strides[i] = out_stride; out_stride *= S[i]; }
+  for (size_t i = 1; i < S.size(); ++i) {
+    out_strides[i] = out_stride;
+    out_stride *= S[i];
+  }
   if (g.tiled) {
     g.rows = S[k];
     g.row_in_stride = T[k];
@@ -123,22 +130,29 @@ inline void check_transpose_dtype(const at::Tensor& x) {
   const auto t = x.scalar_type();
   bool ok = c10::isFloat8Type(t);
   switch (t) {
-    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
-    case at::kUInt16: case at::kUInt32: case at::kUInt64:
-    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
-    case at::kComplexHalf: case at::kComplexFloat: case at::kComplexDouble:
-      ok = true;
-      break;
-    default:
-      break;
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kUInt16:
+    case at::kUInt32:
+    case at::kUInt64:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kComplexHalf:
+    case at::kComplexFloat:
+    case at::kComplexDouble: ok = true; break;
+    default: break;
   }
   TORCH_CHECK_TYPE(ok, "smem.transpose: dtype ", dtype_name(t), " is not supported");
 }
 
 // A 16-byte element (complex128) as the kernels move it.
-struct alignas(16) Bytes16 {
-  uint64_t lo, hi;
-};
+struct alignas(16) Bytes16 { uint64_t lo, hi; };
 
 // Calls f(E{}) with E an unsigned type (or Bytes16) of the given element size in bytes.
 template <typename F>

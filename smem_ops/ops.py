@@ -14,6 +14,13 @@ import torch
 from torch import Tensor
 
 _ops = torch.ops.smem
+# The wrappers call each op's OpOverload with positional arguments: resolving the overload
+# packet and passing keywords cost more host time than the tiny-input kernels themselves.
+_sum = _ops.sum.default
+_sum_of_squares = _ops.sum_of_squares.default
+_dot = _ops.dot.default
+_transpose = _ops.transpose.default
+_histc = _ops.histc.default
 
 _REDUCE_DTYPES = frozenset({
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -38,7 +45,7 @@ DimArg = int | Sequence[int] | None
 
 # ----------------------------------------------------------------------------- wrappers
 
-def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,  # noqa: A001
+def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
         dtype: torch.dtype | None = None) -> Tensor:
     """Sum of ``x`` over ``dim`` (all dims when None), like :func:`torch.sum`.
 
@@ -46,7 +53,9 @@ def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,  # noqa: A001
     fp16/bf16 accumulate in fp32, fp64 in fp64, integers in int64. Deterministic:
     bitwise-identical results run to run, no floating-point atomics.
     """
-    return _ops.sum(x, _dims(dim), keepdim, dtype=dtype)
+    if dtype is None:
+        return _sum(x, None if dim is None else _dims(dim), keepdim)
+    return _sum(x, _dims(dim), keepdim, dtype=dtype)
 
 
 def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
@@ -56,7 +65,9 @@ def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
     Differs from torch on purpose: each square is computed in the accumulate type, so fp16/bf16
     squares don't round and integer squares don't wrap around in the input dtype.
     """
-    return _ops.sum_of_squares(x, _dims(dim), keepdim, dtype=dtype)
+    if dtype is None:
+        return _sum_of_squares(x, None if dim is None else _dims(dim), keepdim)
+    return _sum_of_squares(x, _dims(dim), keepdim, dtype=dtype)
 
 
 def dot(x: Tensor, other: Tensor) -> Tensor:
@@ -64,7 +75,7 @@ def dot(x: Tensor, other: Tensor) -> Tensor:
 
     Integers accumulate in int64 and are returned in the input dtype, as torch does.
     """
-    return _ops.dot(x, other)
+    return _dot(x, other)
 
 
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
@@ -73,10 +84,10 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     Never returns a view, even where torch's ``.contiguous()`` would return ``x`` itself.
     Every dtype torch can copy (bool, 1/2/4/8/16-byte types, fp8, complex).
     """
-    return _ops.transpose(x, dim0, dim1)
+    return _transpose(x, dim0, dim1)
 
 
-def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,  # noqa: A002
+def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
           dtype: torch.dtype | None = None) -> Tensor:
     """Histogram of ``x`` with ``bins`` equal bins over ``[min, max]``, like :func:`torch.histc`.
 
@@ -88,7 +99,28 @@ def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,  # noqa
       * deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
     Not differentiable.
     """
-    return _ops.histc(x, bins, min, max, dtype=dtype)
+    if dtype is None:
+        return _histc(x, bins, min, max)
+    return _histc(x, bins, min, max, dtype=dtype)
+
+
+def bincount(x: Tensor, length: int) -> Tensor:
+    """How often each integer in ``[0, length)`` occurs in ``x``: int64 counts of shape
+    ``(length,)``. Values outside ``[0, length)`` are not counted.
+
+    ``torch.bincount`` sizes its output from ``x.max()``, so it reads it back to the host and
+    cannot be captured in a CUDA graph; here the length is given, so there is no host sync.
+    Exact and deterministic (integer counts, no float atomics), any shape or layout of ``x``
+    (every element counts), any integer dtype. Made for MoE routers counting tokens per expert:
+    ``smem_ops.bincount(expert_ids, num_experts)``.
+    """
+    if x.dtype == torch.bool or x.dtype.is_floating_point or x.dtype.is_complex:
+        raise TypeError(f"smem_ops.bincount: expected an integer tensor, but got {x.dtype}")
+    if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+        raise ValueError(f"smem_ops.bincount: length must be a positive int, but got {length!r}")
+    # One bin per integer: [v - 1/2, v + 1/2) holds v alone, and integer inputs are binned in
+    # float64, where (v + 1/2) * length / length is exact.
+    return _histc(x, length, -0.5, length - 0.5, dtype=torch.int64)
 
 
 def _dims(dim: DimArg) -> list[int] | None:
@@ -103,7 +135,7 @@ def _dims(dim: DimArg) -> list[int] | None:
 # Each mirrors a C++ check: same exception type, same message.
 
 def _fmt(v: float) -> str:
-    return "%g" % v  # what a C++ stream prints for a double
+    return f"{v:g}"  # what a C++ stream prints for a double
 
 
 def _check_reduce_dtype(dt: torch.dtype, op: str, what: str) -> None:
@@ -176,21 +208,22 @@ def _transpose_dims(x: Tensor, dim0: int, dim1: int) -> tuple[int, int]:
 
 
 def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
-                     dtype: torch.dtype | None) -> torch.dtype:
+                     dtype: torch.dtype | None, op: str = "smem.histc") -> torch.dtype:
+    """histc's checks (batched_histc shares them, under its own name) and its output dtype."""
     if x.dtype not in _HISTC_DTYPES:
-        raise TypeError(f"smem.histc: input dtype {x.dtype} is not supported (expected a floating "
+        raise TypeError(f"{op}: input dtype {x.dtype} is not supported (expected a floating "
                         "point or integer dtype other than bool)")
     if bins <= 0:
-        raise ValueError(f"smem.histc: bins must be > 0, but got {bins}")
+        raise ValueError(f"{op}: bins must be > 0, but got {bins}")
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError(f"smem.histc: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
+        raise ValueError(f"{op}: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
     if lo > hi:
-        raise ValueError(f"smem.histc: max must be larger than min, but got min={_fmt(lo)} and "
+        raise ValueError(f"{op}: max must be larger than min, but got min={_fmt(lo)} and "
                          f"max={_fmt(hi)}")
     if dtype is not None:
         if dtype not in _HISTC_DTYPES:
-            raise TypeError(f"smem.histc: dtype= {dtype} is not supported (expected a floating "
+            raise TypeError(f"{op}: dtype= {dtype} is not supported (expected a floating "
                             "point or integer dtype)")
         return dtype
     return x.dtype if x.dtype.is_floating_point else torch.int64
@@ -223,7 +256,7 @@ def _transpose_fake(x, dim0=-2, dim1=-1):
 
 
 @torch.library.register_fake("smem::histc")
-def _histc_fake(x, bins=100, min=0, max=0, *, dtype=None):  # noqa: A002
+def _histc_fake(x, bins=100, min=0, max=0, *, dtype=None):
     return x.new_empty((bins,), dtype=_histc_out_dtype(x, bins, min, max, dtype))
 
 # Autograd is registered in C++ (csrc/autograd.cpp): a Python autograd kernel runs on every

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-import smem_ops  # noqa: F401  (registers torch.ops.smem.*)
+import smem_ops
 
 HAS_CUDA = torch.cuda.is_available() and smem_ops.cuda_compiled()
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import smem_ops
+
 from conftest import HAS_CUDA, requires_cuda
 
 pytestmark = pytest.mark.cuda

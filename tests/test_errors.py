@@ -6,17 +6,18 @@ import pytest
 import torch
 
 import smem_ops
+
 from conftest import DEVICES, HAS_CUDA
 
 
 def _cases(device, grad=False):
-    f = lambda *s: torch.randn(s, device=device, requires_grad=grad)  # noqa: E731
+    f = lambda *s: torch.randn(s, device=device, requires_grad=grad)
     cases = [
         ("dot length", lambda: smem_ops.dot(f(3), f(4)), ValueError,
          "smem.dot: inconsistent tensor size, expected self of size 3 and other of size 4 to be equal"),
         ("dot dtype", lambda: smem_ops.dot(f(3), f(3).double()), TypeError,
-         "smem.dot: expected both tensors to have the same dtype, but got self torch.float32 and "
-         "other torch.float64"),
+         ("smem.dot: expected both tensors to have the same dtype, but got self torch.float32 and "
+         "other torch.float64")),
         ("dot rank", lambda: smem_ops.dot(f(3, 1), f(3)), ValueError,
          "smem.dot: 1D tensors expected, but got 2D and 1D tensors"),
         ("dot bool", lambda: smem_ops.dot(f(3) > 0, f(3) > 0), TypeError,
@@ -32,11 +33,11 @@ def _cases(device, grad=False):
         ("transpose 0-dim", lambda: smem_ops.transpose(f()), ValueError,
          "smem.transpose: expected a tensor with at least one dimension, but got a 0-dim tensor"),
         ("transpose dim range", lambda: smem_ops.transpose(f(2, 3), 0, 2), IndexError,
-         "smem.transpose: dim 2 is out of range for a tensor of dimension 2 (expected to be in "
-         "range of [-2, 1])"),
+         ("smem.transpose: dim 2 is out of range for a tensor of dimension 2 (expected to be in "
+         "range of [-2, 1])")),
         ("transpose 1-d default dims", lambda: smem_ops.transpose(f(4)), IndexError,
-         "smem.transpose: dim -2 is out of range for a tensor of dimension 1 (expected to be in "
-         "range of [-1, 0])"),
+         ("smem.transpose: dim -2 is out of range for a tensor of dimension 1 (expected to be in "
+         "range of [-1, 0])")),
         ("histc bins", lambda: smem_ops.histc(f(5), 0), ValueError,
          "smem.histc: bins must be > 0, but got 0"),
         ("histc min > max", lambda: smem_ops.histc(f(5), 10, 2, 1), ValueError,
@@ -46,15 +47,15 @@ def _cases(device, grad=False):
         ("histc nan", lambda: smem_ops.histc(f(5), 10, float("nan"), 1.5), ValueError,
          "smem.histc: range of [nan, 1.5] is not finite"),
         ("histc bool", lambda: smem_ops.histc(f(5) > 0), TypeError,
-         "smem.histc: input dtype torch.bool is not supported (expected a floating point or "
-         "integer dtype other than bool)"),
+         ("smem.histc: input dtype torch.bool is not supported (expected a floating point or "
+         "integer dtype other than bool)")),
         ("histc complex", lambda: smem_ops.histc(f(5).to(torch.complex64)), TypeError,
          "smem.histc: input dtype torch.complex64 is not supported"),
     ]
     if HAS_CUDA:
         cases.append(("dot devices", lambda: smem_ops.dot(torch.randn(3), torch.randn(3, device="cuda")),
-                      ValueError, "smem.dot: expected both tensors on the same device, but got self "
-                      "on cpu and other on cuda:0"))
+                      ValueError, ("smem.dot: expected both tensors on the same device, but got self "
+                      "on cpu and other on cuda:0")))
     return cases
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import smem_ops
+
 from conftest import DEVICES, make_tensor, requires_cuda
 
 

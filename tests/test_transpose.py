@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import smem_ops
+
 from conftest import DEVICES, make_tensor, requires_cuda
 
 TRANSPOSE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,

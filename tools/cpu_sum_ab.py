@@ -1,4 +1,4 @@
-"""A/B of smem.sum (or dot) against torch's on the CPU, timed alternately (issue 4's CPU goal).
+"""A/B of smem.sum (or dot) against torch's on the CPU, timed alternately.
 
 On a shared machine the memory bandwidth drifts within minutes, so a sweep that times each row
 apart from its baseline can disagree with itself by 5-10%; here the two take turns, round by

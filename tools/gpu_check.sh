@@ -10,7 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/smem_out}
 mkdir -p "$OUT"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
+# TORCH_CUDA_ARCH_LIST unset: setup.py builds for the visible GPU, as a user's build would.
+export MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
 # The device image sets CC/CXX to a toolchain that links libstdc++ statically; an extension
 # built so carries its own locale state, and any C++ exception message (c10::str of an int)
 # then crashes inside the process's shared libstdc++. Build with the system compiler.
@@ -23,7 +24,8 @@ GPU_TESTS=(tests -m cuda)
 # sanitizer runs skip the >2^31-element tests and the 2^26+ histc ones (minutes under
 # instrumentation); test_forced_* run the same kernels on small inputs
 SAN_SKIP="not over_2_31 and not wrap_exactly and not pattern_table_exact"
-SAN_TESTS=(tests/test_reduce.py tests/test_transpose.py tests/test_histc.py tests/test_cuda.py)
+SAN_TESTS=(tests/test_reduce.py tests/test_transpose.py tests/test_histc.py tests/test_cuda.py
+           tests/test_batched_histc.py tests/test_histogram_count.py tests/test_dropin.py)
 
 for step in "${steps[@]}"; do
   t0=$(date +%s)
@@ -35,7 +37,7 @@ for step in "${steps[@]}"; do
       python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1 \
         || { tail -60 "$OUT/build.log"; exit 1; }
       grep -iE "warning" "$OUT/build.log" | grep -v "cpp_extension\|Building editable" | head -20
-      python3 -c "import smem_ops; print('archs', smem_ops.compiled_archs(), 'cluster', smem_ops.cluster_supported(0))"
+      python3 -c "import smem_ops; print(smem_ops.build_info(), '; cluster:', smem_ops.cluster_supported(0))"
       ;;
     test)
       python3 -m pytest -q -rs "${GPU_TESTS[@]}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -25

@@ -3,8 +3,10 @@
     python3 tools/probe.py sum_1m sum_16m hist_bf16          # selected cases
     python3 tools/probe.py all --tag FILL=4                  # every case, tagged lines
 
-Same protocol as the benchmark (do_bench, L2 flushed, median); prints one line per case:
-tag, case, microseconds, % of the copy ceiling.
+Both clocks of the benchmark (benchmarks/timing.py): device time (kernel durations from CUPTI,
+median, L2 flushed before each call) and wall time (do_bench, median, L2 flushed). Prints one
+line per case: tag, case, device us, % of the copy ceiling, wall us, %. --clean and --settle
+are wall-time diagnostics (CUDA events around each call after their own preparation).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
-from benchmarks.__main__ import copy_ceiling_gbs, l2_flush_buffer, time_cuda, time_events
+from benchmarks.timing import copy_ceiling_gbs, l2_flush_buffer, time_device, time_events, time_wall
 
 ops = torch.ops.smem
 dev = "cuda"
@@ -174,7 +176,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("cases", nargs="+")
     p.add_argument("--tag", default="")
-    p.add_argument("--ceiling", type=float, default=0.0, help="GB/s; measured when 0")
+    p.add_argument("--ceiling", type=float, default=0.0,
+                   help="GB/s, for both clocks; measured (by each clock) when 0")
     p.add_argument("--clean", action="store_true",
                    help="flush the L2 and then fill it with clean lines (a read of 256 MB), to see "
                         "what the dirty lines do_bench's flush leaves behind cost")
@@ -183,7 +186,8 @@ def main(argv=None):
                         "diagnostic: does the L2 write its dirty lines back while idle?)")
     args = p.parse_args(argv)
     names = list(CASES) if args.cases == ["all"] else args.cases
-    ceiling = args.ceiling or copy_ceiling_gbs(dev)
+    ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
+               else copy_ceiling_gbs(dev))
     for name in names:
         fn, ref, nbytes = CASES[name]()
         out = fn()
@@ -192,10 +196,17 @@ def main(argv=None):
         except AssertionError as e:
             print(f"{args.tag:>16} {name:<16} WRONG: {str(e)[:200]}", flush=True)
             continue
-        us = (time_clean(fn) if args.clean else time_settled(fn, args.settle) if args.settle
-              else time_cuda(fn))
-        pct = 100 * nbytes / us / 1e3 / ceiling if nbytes else 0.0
-        print(f"{args.tag:>16} {name:<16} {us:9.1f} us {pct:6.1f} %", flush=True)
+        if args.clean or args.settle:
+            us = time_clean(fn) if args.clean else time_settled(fn, args.settle)
+            pct = 100 * nbytes / us / 1e3 / ceiling["wall"] if nbytes else 0.0
+            print(f"{args.tag:>16} {name:<16} wall {us:9.1f} us {pct:6.1f} %", flush=True)
+        else:
+            wall = time_wall(fn)
+            dev_us = time_device(fn, est_us=wall).us
+            pct = {clock: 100 * nbytes / us / 1e3 / ceiling[clock] if nbytes and us else 0.0
+                   for clock, us in (("device", dev_us), ("wall", wall))}
+            print(f"{args.tag:>16} {name:<16} device {dev_us:9.1f} us {pct['device']:6.1f} %   "
+                  f"wall {wall:9.1f} us {pct['wall']:6.1f} %", flush=True)
         del fn, ref, out
         torch.cuda.empty_cache()
 

@@ -26,14 +26,20 @@ std::pair<M, M> finite_range(const T* x, int64_t n) {
       M l = lo[c], h = hi[c];
       for (int64_t i = c * kGrain, e = std::min(n, i + kGrain); i < e; ++i) {
         const M v = static_cast<M>(x[i]);
-        if (std::isfinite(v)) { l = std::min(l, v); h = std::max(h, v); }
+        if (std::isfinite(v)) {
+          l = std::min(l, v);
+          h = std::max(h, v);
+        }
       }
       lo[c] = l;
       hi[c] = h;
     }
   });
   M l = std::numeric_limits<M>::infinity(), h = -l;
-  for (int64_t c = 0; c < chunks; ++c) { l = std::min(l, lo[c]); h = std::max(h, hi[c]); }
+  for (int64_t c = 0; c < chunks; ++c) {
+    l = std::min(l, lo[c]);
+    h = std::max(h, hi[c]);
+  }
   if (l > h) l = h = M(0);  // no finite value
   return {l, h};
 }
@@ -78,6 +84,4 @@ at::Tensor histc_cpu(const at::Tensor& self, int64_t bins, const at::Scalar& min
 }  // namespace
 }  // namespace smem::cpu
 
-TORCH_LIBRARY_IMPL(smem, CPU, m) {
-  m.impl("histc", &smem::cpu::histc_cpu);
-}
+TORCH_LIBRARY_IMPL(smem, CPU, m) { m.impl("histc", &smem::cpu::histc_cpu); }

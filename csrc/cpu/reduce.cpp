@@ -25,12 +25,11 @@ namespace {
 // 16384 rather than 4096 cut that fixed cost 4x; still 64 blocks of parallelism at 1M.
 constexpr int64_t kBlock = 16384;
 // 32 lanes: several vector accumulators, so the adds of consecutive vectors don't wait on
-// each other (one accumulator is bound by the add latency: 2.4x slower measured).
+// each other (one accumulator is bound by the add latency).
 constexpr int kLanes = 32;
 // Column tiles: accumulators of at most 16 KiB (in L1 beside the rows streaming past), so a row
-// of fp32 [*, 4096] is read as one contiguous 16 KiB run. Tiles of 512 columns read such rows
-// as 2 KiB pieces 16 KiB apart, which the prefetchers followed poorly: 4096^2 fp32 over dim 0
-// ran at 17 GB/s on the 2-core dev machine, against 43 GB/s for the row sums.
+// of fp32 [*, 4096] is read as one contiguous 16 KiB run. Narrower tiles read such rows as
+// pieces far apart, which the prefetchers follow poorly.
 constexpr int64_t kColTileBytes = 16 * 1024;
 constexpr int64_t kColLeafRows = 32;
 
@@ -53,16 +52,17 @@ A combine_pairwise(std::vector<A>& v) {
 // 8-11 bits.
 template <typename T, typename A> struct Widen { using type = A; };
 template <> struct Widen<float, float> { using type = double; };
-template <> struct Widen<c10::complex<float>, c10::complex<float>> { using type = c10::complex<double>; };
+template <> struct Widen<c10::complex<float>, c10::complex<float>> {
+  using type = c10::complex<double>;
+};
 template <typename T, typename A> using widen_t = typename Widen<T, A>::type;
 
 // Where the lanes are widened (fp32), each lane first adds kRun elements in A and only the run
 // total is converted and added in W: one convert and one wide add per kRun elements instead of
-// per element, which had kept the double lanes compute-bound (16M fp32 at 0.76-0.85x torch on
-// the 2-core dev machine, 1M in cache 2x slower). Eight float adds per lane are exact for the
-// seeds' 1.23f and otherwise cost a few ulp of an 8-term partial, far below the final rounding
-// to float. Widened blocks use 64 lanes (8 AVX2 chains of the run): with 32, GCC ordered each
-// chain's eight loads 128 bytes apart and streamed 7-16% slower from memory (4 runs).
+// per element, which would keep the double lanes compute-bound. Eight float adds per lane are
+// exact for the seeds' 1.23f and otherwise cost a few ulp of an 8-term partial, far below the
+// final rounding to float. Widened blocks use 64 lanes (8 AVX2 chains of the run): with 32, GCC
+// orders each chain's eight loads 128 bytes apart, which streams slower from memory.
 constexpr int kRun = 8;
 
 template <ReduceMap M, typename A, typename T>
@@ -108,8 +108,7 @@ A row_sum(const T* a, const T* b, int64_t n) {
 
 // acc[0..w) = sum over rows [r0, r1) of columns [0, w), in row order. Four rows per pass over
 // acc (the same additions, in the same order), so acc is loaded and stored once per four rows;
-// restrict, or GCC must assume acc overlaps the rows. Measured on the 2-core dev machine (sum
-// over dim 0, against one row per pass): fp32 4096^2 1768 -> 1638 us, bf16 1099 -> 862 us.
+// restrict, or GCC must assume acc overlaps the rows.
 template <ReduceMap M, typename A, typename T>
 SMEM_SIMD_CLONES void column_leaf(const T* a, const T* b, int64_t ld, int64_t r0, int64_t r1,
                                   int64_t w, A* __restrict__ acc) {
@@ -120,7 +119,8 @@ SMEM_SIMD_CLONES void column_leaf(const T* a, const T* b, int64_t ld, int64_t r0
     const T *b0 = b + r * ld, *b1 = b0 + ld, *b2 = b1 + ld, *b3 = b2 + ld;
     for (int64_t c = 0; c < w; ++c)
       acc[c] = (((acc[c] + map_element<M, A>(a0[c], b0[c])) + map_element<M, A>(a1[c], b1[c])) +
-                map_element<M, A>(a2[c], b2[c])) + map_element<M, A>(a3[c], b3[c]);
+                map_element<M, A>(a2[c], b2[c])) +
+               map_element<M, A>(a3[c], b3[c]);
   }
   for (; r < r1; ++r)
     for (int64_t c = 0; c < w; ++c) acc[c] += map_element<M, A>(a[r * ld + c], b[r * ld + c]);
@@ -188,9 +188,7 @@ void reduce_columns(const T* a, const T* b, O* out, int64_t outer, int64_t R, in
     }
   };
   // Tile t: outer index o, first column c0, width w; its sums go to out[o, c0 .. c0 + w).
-  struct Tile {
-    int64_t o, c0, w;
-  };
+  struct Tile { int64_t o, c0, w; };
   auto tile_at = [&](int64_t t) {
     const int64_t o = t / col_tiles, c0 = (t % col_tiles) * tile_w;
     return Tile{o, c0, std::min(tile_w, inner - c0)};
@@ -219,7 +217,8 @@ void reduce_columns(const T* a, const T* b, O* out, int64_t outer, int64_t R, in
     A* piece = &sums[t * pieces * tile_w];
     for (int64_t step = 1; step < pieces; step *= 2)  // left child += right child, bottom up
       for (int64_t p = 0; p < pieces; p += 2 * step)
-        for (int64_t c = 0; c < tile.w; ++c) piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
+        for (int64_t c = 0; c < tile.w; ++c)
+          piece[p * tile_w + c] += piece[(p + step) * tile_w + c];
     write(tile, piece);
   }
 }
@@ -235,12 +234,12 @@ void reduce_kernel(const T* a, const T* b, O* out, int64_t outer, int64_t reduce
     return;
   }
   if (inner == 1) {
-    at::parallel_for(0, outer, std::max<int64_t>(1, kBlock / std::max<int64_t>(reduced, 1)),
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t o = begin; o < end; ++o)
-                         out[o] = static_cast<O>(
-                             row_sum<M, A>(a + o * reduced, b + o * reduced, reduced));
-                     });
+    at::parallel_for(
+        0, outer, std::max<int64_t>(1, kBlock / std::max<int64_t>(reduced, 1)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o)
+            out[o] = static_cast<O>(row_sum<M, A>(a + o * reduced, b + o * reduced, reduced));
+        });
     return;
   }
   reduce_columns<M>(a, b, out, outer, reduced, inner);

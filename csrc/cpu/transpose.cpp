@@ -18,7 +18,9 @@ namespace {
 
 // Tile side: kTile^2 elements of buffer, 4 KiB for 4-byte elements.
 template <typename E>
-constexpr int64_t cpu_tile() { return sizeof(E) <= 2 ? 64 : (sizeof(E) <= 4 ? 32 : 16); }
+constexpr int64_t cpu_tile() {
+  return sizeof(E) <= 2 ? 64 : (sizeof(E) <= 4 ? 32 : 16);
+}
 
 // Output rows [r0, r1) x columns [c0, c1) of one batch: output (r, c) = in[r * rs + c * cs].
 template <typename E>
@@ -65,8 +67,8 @@ void transpose_kernel(const E* in, E* out, const TransposeGeometry& g) {
       }
       const int64_t r0 = (t % per_batch) / col_tiles * kTile;
       const int64_t c0 = (t % per_batch) % col_tiles * kTile;
-      transpose_tile(src, dst, r0, std::min(r0 + kTile, rows), c0, std::min(c0 + kTile, cols),
-                     rs, cs, ros);
+      transpose_tile(src, dst, r0, std::min(r0 + kTile, rows), c0, std::min(c0 + kTile, cols), rs,
+                     cs, ros);
     }
   });
 }
@@ -85,6 +87,4 @@ at::Tensor transpose_cpu(const at::Tensor& self, int64_t dim0, int64_t dim1) {
 }  // namespace
 }  // namespace smem::cpu
 
-TORCH_LIBRARY_IMPL(smem, CPU, m) {
-  m.impl("transpose", &smem::cpu::transpose_cpu);
-}
+TORCH_LIBRARY_IMPL(smem, CPU, m) { m.impl("transpose", &smem::cpu::transpose_cpu); }

@@ -15,23 +15,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cuda/device_info.h"
+#include "cuda/tuning/common.h"
+
 namespace smem::cuda {
 
-constexpr int kWarpSize = 32;
-
 // ---------------------------------------------------------------- device properties (host)
-
-struct DeviceInfo {
-  int sm_count = 0;
-  int major = 0, minor = 0;
-  int max_smem_per_block = 0;        // without opt-in (48 KiB)
-  int max_smem_per_block_optin = 0;  // after cudaFuncSetAttribute
-  int max_smem_per_sm = 0;
-  int l2_bytes = 0;
-};
-
-// Read once per device; safe to call while a CUDA graph is being captured.
-const DeviceInfo& device_info(int device);
 
 inline const DeviceInfo& current_device_info() {
   int device = 0;
@@ -41,7 +30,7 @@ inline const DeviceInfo& current_device_info() {
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A grid-stride launch: enough blocks to fill the device `waves` times, no more than needed.
+// A grid-stride launch: enough blocks for the work, at most `blocks_per_sm` per SM.
 inline unsigned grid_for(int64_t work_items, int64_t items_per_block, int blocks_per_sm = 8) {
   const int64_t want = ceil_div(work_items, items_per_block);
   const int64_t fill = static_cast<int64_t>(current_device_info().sm_count) * blocks_per_sm;
@@ -50,7 +39,8 @@ inline unsigned grid_for(int64_t work_items, int64_t items_per_block, int blocks
 
 // query() (kernel attributes, an occupancy) once per kernel, device, dynamic shared memory
 // and `extra`; later launches reuse the answer instead of asking the runtime again.
-int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, c10::function_ref<int()> query);
+int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra,
+                    c10::function_ref<int()> query);
 
 // Blocks of `kernel` resident on one SM at once, launched with `threads` threads and
 // `smem_bytes` of dynamic shared memory (which the kernel must already allow).
@@ -58,7 +48,8 @@ template <typename Kernel>
 int resident_blocks_per_sm(Kernel* kernel, int threads, int64_t smem_bytes = 0) {
   return once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, threads, [&] {
     int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
+    C10_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
     return std::max(blocks, 1);
   });
 }
@@ -66,12 +57,19 @@ int resident_blocks_per_sm(Kernel* kernel, int threads, int64_t smem_bytes = 0) 
 // The grid of a grid-striding kernel: enough blocks for the work, but no more than are resident
 // at once (and at most `most_per_sm` per SM). One wave: the registers decide how many blocks
 // fit, and blocks past the first wave would start only when the first ones finish their whole
-// share (the 256-thread fp32 sum kernel, at 39 registers, fits 6 per SM, not 8).
+// share.
 template <typename Kernel>
 unsigned resident_grid(Kernel* kernel, int threads, int64_t smem_bytes, int64_t work_items,
                        int64_t items_per_block, int most_per_sm = INT_MAX) {
   return grid_for(work_items, items_per_block,
                   std::min(resident_blocks_per_sm(kernel, threads, smem_bytes), most_per_sm));
+}
+
+// One block per work item (a tile, a chunk, a row segment), for kernels that stride over what
+// is left past 2^31 - 1 blocks: the hardware starts each block as another finishes, which
+// balances the load better than a wave of resident blocks striding over uneven shares.
+inline unsigned block_per_item(int64_t items) {
+  return static_cast<unsigned>(std::clamp<int64_t>(items, 1, INT32_MAX));
 }
 
 // ---------------------------------------------------------------- 16-byte vectors
@@ -83,7 +81,9 @@ struct alignas(sizeof(T) * kN) Vec {
 };
 
 template <typename T>
-constexpr int vec_width() { return sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T)); }
+constexpr int vec_width() {
+  return sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T));
+}
 
 // Stores a 16-byte Vec in one 16-byte store, its elements packed into 32-bit words first. (A
 // Vec filled lane by lane, say from shared memory, and then assigned whole is lowered to 2-,
@@ -166,20 +166,18 @@ __device__ inline T load_once(const T* p, bool streaming) {
   return streaming ? load_streaming(p) : *p;
 }
 
-// Whether a kernel that reads `bytes` once should stream them (load_once). Measured on the
-// H100 (50 MB of L2, left full of dirty lines by the benchmark's flush): inputs of 64-128 MB
-// run up to 12% faster (sum fp32 16M: 39.7 -> 34.8 us), as the dirty lines are not written
-// back under the reads; 1 GB inputs run 3% slower (sum fp32 256M: 97.5% -> 94.5% of the copy
-// ceiling), and so does histc at 2^28. So: only inputs of a few L2 sizes.
+// Whether a kernel that reads `bytes` once should stream them (load_once): only inputs of a
+// few L2 sizes (kStreamOnceL2Sizes), whose reads would otherwise push out dirty lines and wait
+// for their write-back.
 inline bool stream_once(int64_t bytes) {
-  return bytes <= 4 * static_cast<int64_t>(current_device_info().l2_bytes);
+  return bytes <= kStreamOnceL2Sizes * static_cast<int64_t>(current_device_info().l2_bytes);
 }
 
 // Visits i = first, first + stride, ... below `end` in batches of kInFlight: a batch issues
 // all its loads, load(i), before the first use(loaded), so a thread keeps kInFlight
 // independent loads in flight. One guarded batch takes what is left: a one-at-a-time tail
-// would serialize up to kInFlight - 1 more round trips (and a guard on every batch cost 3% of
-// the bandwidth of a 2^28-element sum).
+// would serialize up to kInFlight - 1 more round trips, and a guard on every batch costs
+// bandwidth.
 template <int kInFlight, typename Load, typename Use>
 __device__ inline void for_each_batched(int64_t first, int64_t end, int64_t stride, Load&& load,
                                         Use&& use) {
@@ -205,10 +203,10 @@ __device__ inline void for_each_batched(int64_t first, int64_t end, int64_t stri
 // ---------------------------------------------------------------- accumulation
 
 // A running sum. For fp32/fp64 it is compensated (Kahan): a thread adds hundreds of values
-// into one sum, and plain float addition would lose ~count * eps of them (1e8 x 1.23f came
-// out 1.9e-5 off); the compensation keeps the error at a few eps for 4 extra adds per step,
-// free in a memory-bound loop. nvcc does not reassociate or contract these adds (no fast-math,
-// no multiplies to fuse). Integers and complex sum plainly.
+// into one sum, and plain float addition would lose ~count * eps of them; the compensation
+// keeps the error at a few eps for 4 extra adds per step, free in a memory-bound loop. nvcc
+// does not reassociate or contract these adds (no fast-math, no multiplies to fuse). Integers
+// and complex sum plainly.
 template <typename A>
 struct Accumulator {
   A sum = A(0);
@@ -285,16 +283,16 @@ __device__ inline A block_sum(A v) {
 // One thread counts for the block, with one acquire-release atomic (the handshake of CUTLASS's
 // semaphores): the barrier orders the block's writes before that thread's count, and a release
 // is cumulative, so they are visible device-wide before the count; the acquire, then the
-// second barrier, order the last block's reads after every other block's count. (It replaced
-// two fence.sc, __threadfence, around a relaxed atomicAdd; no change measurable in the time of
-// a 1M-element sum.)
+// second barrier, order the last block's reads after every other block's count.
 __device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
   __shared__ bool is_last;
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0) {
     unsigned before;
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                 : "=r"(before) : "l"(counter) : "memory");
+                 : "=r"(before)
+                 : "l"(counter)
+                 : "memory");
     is_last = before == expected - 1;
     if (is_last) *counter = 0;
   }
@@ -312,7 +310,8 @@ void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& op
                        at::Tensor& fresh);
 
 // `count` counters at zero for last_block_to_finish on the current stream.
-inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options, at::Tensor& fresh) {
+inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options,
+                                 at::Tensor& fresh) {
   return static_cast<unsigned*>(
       zeroed_workspace(count * int64_t(sizeof(unsigned)), ZeroedUse::kCounters, options, fresh));
 }

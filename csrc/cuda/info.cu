@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -11,6 +12,39 @@
 #include "smem.h"
 
 namespace smem::cuda {
+
+namespace {
+
+__global__ void arch_probe_kernel() {}
+
+std::string compiled_archs_text() {
+  std::string text;
+  for (int64_t arch : compiled_archs())
+    text += (text.empty() ? "sm_" : ", sm_") + std::to_string(arch / 10);
+  return text;
+}
+
+// Every kernel of this library is compiled for the same archs, so one probe tells whether
+// the driver has machine code (or PTX it can compile) for `device`. Without this, the first
+// launch would fail with "no kernel image is available", which names neither arch nor fix.
+void check_kernels_built_for(int device, const DeviceInfo& d) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, arch_probe_kernel);
+  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
+    (void)cudaGetLastError();
+    cudaDeviceProp prop{};
+    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    // The rebuild command is smem_ops/_meta.py's BUILD_COMMAND.
+    TORCH_CHECK(false, "smem_ops: no CUDA kernels for cuda:", device, " (", prop.name, ", sm_",
+                d.major, d.minor, "): this build holds ", compiled_archs_text(),
+                ". Rebuild for this GPU: TORCH_CUDA_ARCH_LIST=\"", d.major, ".", d.minor,
+                "\" pip install --no-build-isolation -e .");
+  }
+  C10_CUDA_CHECK(status);
+}
+
+}  // namespace
 
 const DeviceInfo& device_info(int device) {
   constexpr int kMaxDevices = 64;
@@ -24,18 +58,22 @@ const DeviceInfo& device_info(int device) {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_block,
-                                          cudaDevAttrMaxSharedMemoryPerBlock, device));
+    C10_CUDA_CHECK(
+        cudaDeviceGetAttribute(&d.max_smem_per_block, cudaDevAttrMaxSharedMemoryPerBlock, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_block_optin,
                                           cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_sm,
                                           cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.reserved_smem_per_block,
+                                          cudaDevAttrReservedSharedMemoryPerBlock, device));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, device));
+    check_kernels_built_for(device, d);
   });
   return infos[device];
 }
 
-int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra, c10::function_ref<int()> query) {
+int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra,
+                    c10::function_ref<int()> query) {
   static std::mutex mutex;
   static std::map<std::tuple<const void*, int, int64_t, int>, int> known;
   int device = 0;

@@ -1,0 +1,239 @@
+// smem.histc on CUDA: exact integer counts. The host flow (histc_host), the optional
+// auto-range kernel, then one histogram kernel in the shape choose_shape picks:
+//   histogram/shape.h     the decision: counter layout, copies, shared memory
+//   histogram/kernels.cuh the kernels, one per layout (counters.cuh), binning with bin_map.cuh
+//   histogram/range.cuh   auto-range (min == max) on the device: no host sync
+//   tuning/histogram.h    every knob
+// The variants of the technique ladder (torch.ops.smem._histc_variant) run through
+// histc_with too, with their own Request: ladder/histc_variants.cu.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include <climits>
+#include <type_traits>
+
+#include "cuda/common.cuh"
+#include "cuda/histogram/kernels.cuh"
+#include "cuda/histogram/range.cuh"
+#include "cuda/histogram/shape.h"
+#include "cuda/ladder/histogram_cluster.cuh"
+#include "cuda/ops.h"
+#include "histogram.h"
+#include "smem.h"
+
+namespace smem::cuda {
+namespace {
+using namespace histogram;
+
+// Opts a kernel into dynamic shared memory up to the largest any shape asks for (the device
+// limit less kStaticSmemReserve: the cap plus the kernel's static shared memory must fit the
+// limit) where `bytes` of it, with the static part, may pass the default limit (48 KiB). The
+// attribute is only a cap: the launch's own size decides occupancy, so one cap serves all.
+// Set once per kernel and device (the query's key has no real size, -1).
+template <typename Kernel>
+void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
+  if (bytes + kStaticSmemReserve <= current_device_info().max_smem_per_block) return;
+  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(current_device_info().max_smem_per_block_optin - kStaticSmemReserve)));
+    return 0;
+  });
+}
+
+// Launches `kernel` in clusters of `cluster` blocks of kThreads threads with `smem_bytes` of
+// dynamic shared memory: one wave (as many clusters as fit on the device at once), but no
+// more than `useful` and no fewer than `at_least`.
+template <int kThreads, typename Kernel, typename... Args>
+void launch_clusters(Kernel* kernel, unsigned cluster, int64_t smem_bytes, int64_t useful,
+                     int64_t at_least, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(cluster);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const int resident = once_per_kernel(
+      reinterpret_cast<const void*>(kernel), smem_bytes, static_cast<int>(cluster), [&] {
+        allow_dynamic_smem(kernel, smem_bytes);
+        if (cluster > 8)
+          C10_CUDA_CHECK(
+              cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        int clusters = 0;
+        C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+        return clusters;
+      });
+  const int64_t clusters = std::max(std::min<int64_t>(std::max(resident, 1), useful), at_least);
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
+// blocks as can be resident at once (at most `most_per_sm` per SM), in groups of
+// 2^log2_group blocks that stride together (block r of a group is blockIdx.x % 2^log2_group),
+// and at least one group per 2^31 elements (32-bit counters).
+template <int kThreads, typename Kernel, typename... Args>
+void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
+                     int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
+  allow_dynamic_smem(kernel, smem_bytes);
+  const int64_t groups = std::max<int64_t>(
+      resident_grid(kernel, kThreads, smem_bytes, n, kThreads * per_thread, most_per_sm) >>
+          log2_group,
+      ceil_div(n, int64_t(1) << 31));
+  kernel<<<static_cast<unsigned>(groups << log2_group), kThreads, smem_bytes, stream>>>(args...);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks.
+// PackedCounts are exact at any count, so no bound on a block's elements.
+template <typename T, typename M>
+void launch_packed(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
+                   const HistogramShape& shape, Range<M> range, Counts out, cudaStream_t stream) {
+  static_assert(kMaxSplitLog2 == 3, "one packed kernel per group size below");
+  const int log2_split = shape.log2_split;
+  TORCH_INTERNAL_ASSERT((shape.counter_bits == kNarrowBits || log2_split == 0) &&
+                        log2_split <= kMaxSplitLog2);
+  auto* kernel = log2_split == 0
+                     ? (shape.counter_bits == 16 ? histogram_packed_kernel<16, 0, T, M>
+                                                 : histogram_packed_kernel<kNarrowBits, 0, T, M>)
+                 : log2_split == 1 ? histogram_packed_kernel<kNarrowBits, 1, T, M>
+                 : log2_split == 2 ? histogram_packed_kernel<kNarrowBits, 2, T, M>
+                                   : histogram_packed_kernel<kNarrowBits, 3, T, M>;
+  launch_resident<kPackedThreads>(kernel, n, per_thread, shape.smem_bytes, INT_MAX, log2_split,
+                                  stream, data, n, streaming, bins, range, out);
+}
+
+template <typename T, typename M, bool kVector, bool kAggregate>
+void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
+                   const HistogramShape& shape, Range<M> range, Counts out, cudaStream_t stream) {
+  constexpr int64_t kPerThread = kVector ? 2 * vec_width<T>() : 4;
+  using Where = HistogramShape::Where;
+  TORCH_INTERNAL_ASSERT(shape.where == Where::kGlobal || bins < kMaxBinMapBins);
+  const int small_bins = static_cast<int>(std::min<int64_t>(bins, INT_MAX));  // shared memory
+  switch (shape.where) {
+    case Where::kShared:
+      launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
+                                    shape.smem_bytes, shape.most_per_sm, 0, stream, data, n,
+                                    streaming, small_bins, shape.subs, range, out);
+      break;
+    case Where::kLut16:  // choose_shape takes it for 2-byte input only
+      if constexpr (sizeof(T) == 2)
+        launch_resident<kPackedThreads>(histogram_lut16_kernel<T, M>, n, kPerThread,
+                                        shape.smem_bytes, INT_MAX, 0, stream, data, n, streaming,
+                                        small_bins, shape.subs, shape.per_lane, range, out);
+      else
+        TORCH_INTERNAL_ASSERT(false, "smem.histc: the lut16 shape needs 2-byte input, got ",
+                              sizeof(T), "-byte");
+      break;
+    case Where::kPacked:
+      launch_packed<T, M>(data, n, kPerThread, streaming, small_bins, shape, range, out, stream);
+      break;
+    case Where::kCluster: {  // 32-bit counters: under 2^32 elements per cluster
+      const unsigned cluster = 1u << shape.log2_cluster;
+      launch_clusters<kHistThreads>(
+          histogram_cluster_kernel<T, M>, cluster, shape.smem_bytes,
+          ceil_div(n, int64_t(cluster) * kHistThreads * 2 * vec_width<T>()),
+          ceil_div(n, int64_t(1) << 31), stream, data, n, streaming, small_bins, shape.log2_cluster,
+          range, out);
+      break;
+    }
+    case Where::kGlobal: {
+      auto* kernel = histogram_global_kernel<T, M, kVector, kAggregate>;
+      kernel<<<resident_grid(kernel, kHistThreads, 0, n, kHistThreads * kPerThread,
+                             kGlobalBlocksPerSm),
+               kHistThreads, 0, stream>>>(data, n, streaming, bins, range, out);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      break;
+    }
+  }
+}
+
+template <typename T>
+void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts, Request request) {
+  using M = histc_math_t<T>;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const int64_t n = x.numel();
+  const T* data = x.const_data_ptr<T>();
+  // Decided before anything is launched: choose_shape may refuse the request.
+  const int device = x.device().index();
+  TORCH_CHECK(request.variant != Variant::kCluster || cluster_supported(device),
+              "smem._histc_variant: the cluster variant needs an sm_90 device and build");
+  const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, device_info(device));
+  const bool streaming = stream_once(n * int64_t(sizeof(T)));
+  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's
+  const bool fused = plan.bins <= kFusedBins;
+  at::Tensor fresh_counters, fresh_workspace;
+  unsigned* done =
+      plan.auto_range || fused ? zeroed_counters(2, x.options(), fresh_counters) : nullptr;
+  int64_t* counts_ptr = counts.mutable_data_ptr<int64_t>();
+  Counts out{reinterpret_cast<unsigned long long*>(counts_ptr), nullptr, nullptr};
+  if (fused) {
+    out = Counts{static_cast<unsigned long long*>(
+                     zeroed_workspace(plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram,
+                                      x.options(), fresh_workspace)),
+                 counts_ptr, done + 1};
+  } else {
+    counts.zero_();
+  }
+  Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
+  at::Tensor device_range;
+  if (plan.auto_range) {
+    const unsigned grid = resident_grid(range_kernel<T, M>, kRangeThreads, 0, n,
+                                        kRangeThreads * kRangeElementsPerThread);
+    const auto mdtype = c10::CppTypeToScalarType<M>::value;
+    at::Tensor block_range = at::empty({2 * int64_t(grid)}, x.options().dtype(mdtype));
+    device_range = at::empty({2}, x.options().dtype(mdtype));
+    range_kernel<T, M><<<grid, kRangeThreads, 0, stream>>>(data, n, streaming,
+                                                           block_range.mutable_data_ptr<M>(), done,
+                                                           device_range.mutable_data_ptr<M>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    range.device = device_range.const_data_ptr<M>();
+  }
+  // The seeds' variants bin element by element; the others move 16-byte vectors. Global
+  // counters aggregate a warp's equal bins only in the final variant.
+  switch (request.variant) {
+    case Variant::kGlobalAtomics:
+    case Variant::kShared:
+      launch_counts<T, M, false, false>(data, n, streaming, plan.bins, shape, range, out, stream);
+      break;
+    case Variant::kSharedPerWarp:
+    case Variant::kCluster:
+      launch_counts<T, M, true, false>(data, n, streaming, plan.bins, shape, range, out, stream);
+      break;
+    case Variant::kFinal:
+      launch_counts<T, M, true, true>(data, n, streaming, plan.bins, shape, range, out, stream);
+      break;
+  }
+}
+
+}  // namespace
+
+at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                      const at::Scalar& max, std::optional<at::ScalarType> dtype,
+                      const histogram::Request& request) {
+  return histc_host(self, bins, min, max, dtype,
+                    [request](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
+                      const c10::cuda::CUDAGuard guard(x.device());
+                      AT_DISPATCH_ALL_TYPES_AND2(
+                          at::kHalf, at::kBFloat16, x.scalar_type(), "smem_histc_cuda",
+                          [&] { launch_histc<scalar_t>(x, plan, counts, request); });
+                    });
+}
+
+namespace {
+
+at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                      const at::Scalar& max, std::optional<at::ScalarType> dtype) {
+  return histc_with(self, bins, min, max, dtype, Request{});
+}
+
+}  // namespace
+}  // namespace smem::cuda
+
+TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("histc", &smem::cuda::histc_cuda); }

@@ -1,0 +1,110 @@
+// The technique ladder of transpose (torch.ops.smem._transpose_variant,
+// smem_ops.variants("transpose")): x.transpose(-2, -1).contiguous() four ways, naive to best.
+// Geometries that need no tile (the last dim is already the input's fastest) take row copies
+// in every variant but naive.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cuda/common.cuh"
+#include "cuda/ops.h"
+#include "cuda/transpose/rows.cuh"
+#include "cuda/transpose/tile.cuh"
+#include "smem.h"
+#include "transpose.h"
+
+namespace smem::cuda {
+namespace {
+
+constexpr int kNaiveThreads = 256;
+constexpr int kNaiveBlocksPerSm = 16;
+
+// naive: one element per thread; lanes walk the output's last dim, so writes coalesce and
+// reads stride by a whole row. Costs: each 32-byte sector read serves one element.
+template <typename E>
+__global__ void transpose_naive_kernel(const E* __restrict__ in, E* __restrict__ out,
+                                       const TransposeGeometry g) {
+  const int64_t per_batch = g.rows * g.cols;
+  const int64_t total = g.batches() * per_batch;
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < total;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    int64_t in_off, out_off;
+    g.batch_offsets(k / per_batch, in_off, out_off);
+    const int64_t r = k % per_batch / g.cols, c = k % g.cols;
+    out[out_off + r * g.row_out_stride + c] =
+        in[in_off + r * g.row_in_stride + c * g.col_in_stride];
+  }
+}
+
+enum class Variant { kNaive, kSmemUnpadded, kSmemPadded, kFinal };
+
+// Indexed by Variant.
+constexpr const char* kVariantNames[] = {
+    // naive: transpose_naive_kernel above.
+    "naive",
+    // smem_unpadded: a 32 x 32 tile in shared memory (transpose_tile_kernel): reads and writes
+    // both coalesce. Costs: the write phase reads a tile column, 32 lanes in one bank (32-way
+    // conflict).
+    "smem_unpadded",
+    // smem_padded: the same tile with rows of 33 elements, so the column's elements fall in 32
+    // different banks. Costs: one element per access, so a warp moves 32 to 128 bytes.
+    "smem_padded",
+    // final: what smem.transpose runs (transpose/transpose.cu): whole 8- or 16-byte words per
+    // access, skinny matrices staged whole, a plain copy where no element moves. Costs: the
+    // most code and a decision per launch.
+    "final",
+};
+static_assert(std::size(kVariantNames) == static_cast<size_t>(Variant::kFinal) + 1);
+
+template <typename E>
+void launch_variant(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
+                    Variant variant) {
+  using transpose::PlainBlock;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const E* in = static_cast<const E*>(in_ptr);
+  E* out = static_cast<E*>(out_ptr);
+  if (variant == Variant::kNaive) {
+    transpose_naive_kernel<E>
+        <<<grid_for(g.batches() * g.rows * g.cols, kNaiveThreads, kNaiveBlocksPerSm), kNaiveThreads,
+           0, stream>>>(in, out, g);
+  } else if (!g.tiled) {
+    transpose::launch_rows(in, out, g, stream);
+  } else if (variant == Variant::kSmemUnpadded) {
+    transpose::launch_tiles<E, PlainBlock<E>, 32, 0>(in, out, g, stream);
+  } else {
+    transpose::launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+at::Tensor transpose_variant_cuda(const at::Tensor& self, c10::string_view name) {
+  for (int v = 0; v < static_cast<int>(std::size(kVariantNames)); ++v) {
+    if (name != kVariantNames[v]) continue;
+    const auto variant = static_cast<Variant>(v);
+    if (variant == Variant::kFinal) return transpose_cuda(self, -2, -1);
+    return transpose_host(
+        self, -2, -1, [variant](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
+          const c10::cuda::CUDAGuard guard(x.device());
+          dispatch_element_size(x.element_size(), [&](auto e) {
+            launch_variant<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, variant);
+          });
+        });
+  }
+  TORCH_CHECK_VALUE(false, "smem._transpose_variant: unknown variant '", name,
+                    "' (expected one of smem_ops.variants('transpose'))");
+}
+
+}  // namespace
+
+std::vector<std::string> transpose_variants() {
+  return {std::begin(kVariantNames), std::end(kVariantNames)};
+}
+
+}  // namespace smem::cuda
+
+TORCH_LIBRARY_IMPL(smem, CUDA, m) {
+  m.impl("_transpose_variant", &smem::cuda::transpose_variant_cuda);
+}

@@ -1,0 +1,110 @@
+// Column sums (inner > 1): a block owns adjacent columns of one outer index, and its row
+// slices walk down them, each warp reading a contiguous stretch of a row (coalesced); the
+// slices meet in shared memory. Long columns with few of them are split over blocks, each a
+// contiguous run of rows, whose partials the last block to finish sums in order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/reduce/thread_partial.cuh"
+#include "cuda/tuning/reduce.h"
+#include "reduce.h"
+
+namespace smem::cuda {
+// Kernels live in the anonymous namespace of smem::cuda, as before the split: only reduce/reduce.cu
+// includes this header, and a kernel's mangled name decides where ptxas places its static
+// shared memory beside the shared flag of last_block_to_finish (so, its machine code).
+namespace {
+using namespace reduce;
+
+// [outer, R, inner] with inner > 1. Block (kLanes, kSlices) owns kLanes * V adjacent columns
+// of one outer index, V per lane: one 16-byte vector where the rows allow it, so a warp reads
+// 512 contiguous bytes of a row per load (kLanes == 32), or 128 bytes of each of 4 rows where
+// rows are short (kLanes == 8: a 256-byte row of bf16 would leave half of 32 lanes idle).
+// blockIdx.y is its slice of R among `splits`.
+template <ReduceMap M, int V, int kLanes, typename T, typename O>
+__global__ void __launch_bounds__(kBlockThreads)
+reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done, int64_t outer,
+                   int64_t R, int64_t inner, int splits, bool streaming) {
+  using A = acc_t<T>;
+  using VecT = Vec<T, V>;
+  constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
+  constexpr int kTileCols = kLanes * V;
+  // [slice][column], +1 column of padding: the final pass reads down a column, which would
+  // otherwise hit one bank kSlices times.
+  __shared__ alignas(16) unsigned char raw[kSlices * (kTileCols + 1) * sizeof(A)];
+  auto slice_sum = reinterpret_cast<A(*)[kTileCols + 1]>(raw);
+  // Sums each of this lane's V columns over the kSlices row slices, in slice order; the
+  // result is valid where threadIdx.y == 0.
+  auto sum_slices = [&](A(&v)[V]) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) slice_sum[threadIdx.y][threadIdx.x * V + k] = v[k];
+    __syncthreads();
+    if (threadIdx.y == 0) {
+#pragma unroll 8
+      for (int s = 1; s < kSlices; ++s)
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[k] = v[k] + slice_sum[s][threadIdx.x * V + k];
+    }
+    __syncthreads();
+  };
+  const int64_t col_tiles = ceil_div(inner, kTileCols);
+  // Split blockIdx.y sums one contiguous run of rows, so each block streams its own stretch
+  // of memory (interleaving the splits' rows made the bandwidth depend on their number).
+  const int64_t run = ceil_div(R, splits);
+  const int64_t r_end = std::min<int64_t>(R, (blockIdx.y + 1) * run);
+  for (int64_t tile = blockIdx.x; tile < outer * col_tiles; tile += gridDim.x) {
+    const int64_t o = tile / col_tiles;
+    // this lane's first column; the host makes inner a multiple of V, so all V exist or none
+    const int64_t c = (tile % col_tiles) * kTileCols + threadIdx.x * V;
+    const int64_t base = o * R * inner + c;
+    auto row_ptr = [&](const T* p, int64_t r) {
+      return reinterpret_cast<const VecT*>(p + base + r * inner);
+    };
+    Accumulator<A> acc[V];
+    if (c < inner)
+      for_each_batched<kLoadsInFlight>(
+          blockIdx.y * run + threadIdx.y, r_end, kSlices,
+          [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
+          [&](const Pair<VecT>& v) {
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(v.a.v[k], v.b.v[k]));
+          });
+    A v[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = acc[k].value();
+    sum_slices(v);
+    const int64_t out_index = o * inner + c;
+    const bool writer = threadIdx.y == 0 && c < inner;
+    if (splits == 1) {
+      if (writer)
+#pragma unroll
+        for (int k = 0; k < V; ++k) out[out_index + k] = static_cast<O>(v[k]);
+      continue;
+    }
+    // partials are [split][output], so a warp writes (and the last block reads) them coalesced
+    auto split_partial = [&](int64_t s) { return partial + s * outer * inner + out_index; };
+    if (writer)
+#pragma unroll
+      for (int k = 0; k < V; ++k) split_partial(blockIdx.y)[k] = v[k];
+    if (last_block_to_finish(&done[tile], splits)) {
+      // The kSlices threads of each column combine its partials: strided, then in order.
+      Accumulator<A> total[V];
+      if (c < inner)
+        for (int s = threadIdx.y; s < splits; s += kSlices)
+#pragma unroll
+          for (int k = 0; k < V; ++k) total[k].add(load_from_l2(split_partial(s) + k));
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = total[k].value();
+      sum_slices(v);
+      if (writer)
+#pragma unroll
+        for (int k = 0; k < V; ++k) out[out_index + k] = static_cast<O>(v[k]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smem::cuda

@@ -1,0 +1,155 @@
+// sum, sum_of_squares and dot on CUDA. Every reduction is a contiguous [outer, reduced, inner]
+// view (reduce.h), served by two kernels:
+//   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
+//     over blocks; a full reduction is one row split across the whole GPU.
+//   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
+//     vectors of them where rows are aligned; long columns split over blocks.
+// Split results are combined on the device, with no float atomics: each block writes its
+// partial, and the last block to finish (an integer counter) sums the partials in block order.
+// The order of every addition is fixed, so results are bitwise reproducible.
+// Knobs: tuning/reduce.h. The technique ladder of full sums: ladder/sum_variants.cu.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/common.cuh"
+#include "cuda/ops.h"
+#include "cuda/reduce/cols.cuh"
+#include "cuda/reduce/rows.cuh"
+#include "cuda/tuning/reduce.h"
+#include "reduce.h"
+#include "smem.h"
+
+namespace smem::cuda {
+namespace {
+using namespace reduce;
+
+// How many blocks share one row (or one column tile) so the device has enough blocks in
+// flight: `blocks_per_sm` per SM at most, and no more than are resident at once.
+template <typename Kernel>
+int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_row,
+                  int64_t min_work_per_split, int blocks_per_sm) {
+  const int resident = resident_blocks_per_sm(kernel, kBlockThreads);
+  const int64_t sms = current_device_info().sm_count;
+  const int64_t fill = sms * std::min(blocks_per_sm, resident);
+  if (independent_blocks >= fill) return 1;
+  // Rounding up must not leave a few blocks for a second wave, which would start only when
+  // the first wave is done.
+  const int64_t by_fill = std::min(ceil_div(fill, independent_blocks),
+                                   std::max<int64_t>(1, sms * resident / independent_blocks));
+  const int64_t by_work = std::max<int64_t>(1, work_per_row / min_work_per_split);
+  return static_cast<int>(std::min<int64_t>({by_fill, by_work, 65535}));
+}
+
+// Where split blocks leave their partial sums (`results` outputs x `splits` each) and the
+// counters their last block is found with; nothing when there is one split.
+template <typename A>
+struct SplitWorkspace {
+  at::Tensor partial, fresh_counters;
+  A* partials = nullptr;
+  unsigned* done = nullptr;
+  SplitWorkspace(int splits, int64_t results, int64_t counters, const at::TensorOptions& options) {
+    if (splits == 1) return;
+    partial = at::empty({results * splits}, options.dtype(c10::CppTypeToScalarType<A>::value));
+    partials = partial.mutable_data_ptr<A>();
+    done = zeroed_counters(counters, options, fresh_counters);
+  }
+};
+
+template <ReduceMap M, typename T, typename O>
+void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
+                  const at::TensorOptions& options) {
+  using A = acc_t<T>;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const bool streaming = stream_once(outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2));
+  if (inner == 1 && R <= kWarpRowMax && outer > 1) {
+    auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
+    kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
+             stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming);
+  } else if (inner == 1) {
+    auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
+    const int splits = choose_splits(
+        kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
+    SplitWorkspace<A> work(splits, outer, outer, options);
+    const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
+    if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight
+      if (splits == 1)
+        kernel = reduce_rows_kernel<M, kBlockThreads, T, O, kWholeRowFloatLoadsInFlight>;
+    kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
+                                               splits, streaming);
+  } else {
+    // 16-byte vectors along the row where every row starts 16-byte aligned; 8 lanes across
+    // a row where 32 would not all have a column
+    constexpr int V = vec_width<T>();
+    const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+    const int lanes = inner / (vectors ? V : 1) >= 32 ? 32 : 8;
+    const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * (vectors ? V : 1));
+    const int slices = kBlockThreads / lanes;
+    auto* kernel =
+        vectors
+            ? (lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>)
+            : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O>
+                           : reduce_cols_kernel<M, 1, 8, T, O>);
+    const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
+    SplitWorkspace<A> work(splits, outer * inner, tiles, options);
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
+    kernel<<<grid, dim3(lanes, slices), 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
+                                                     inner, splits, streaming);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <ReduceMap M>
+void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& out, int64_t outer, int64_t R,
+            int64_t inner) {
+  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(
+      at::kBool, at::kHalf, at::kBFloat16, a.scalar_type(), "smem_reduce_cuda", [&] {
+        const scalar_t* pa = a.const_data_ptr<scalar_t>();
+        const scalar_t* pb = b.const_data_ptr<scalar_t>();
+        with_reduce_output<scalar_t>(
+            out, [&](auto* po) { launch_typed<M>(pa, pb, po, outer, R, inner, a.options()); });
+      });
+}
+
+template <ReduceMap M>
+at::Tensor sum_like(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype, const char* op) {
+  return reduce_host(self, dim, keepdim, dtype, op,
+                     [](const at::Tensor& x, at::Tensor& out, const ReducePlan& plan) {
+                       const c10::cuda::CUDAGuard guard(x.device());
+                       launch<M>(x, x, out, plan.outer, plan.reduced, plan.inner);
+                     });
+}
+
+}  // namespace
+
+at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  return sum_like<ReduceMap::kIdentity>(self, dim, keepdim, dtype, "sum");
+}
+
+namespace {
+
+at::Tensor sum_of_squares_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                               std::optional<at::ScalarType> dtype) {
+  return sum_like<ReduceMap::kSquare>(self, dim, keepdim, dtype, "sum_of_squares");
+}
+
+at::Tensor dot_cuda(const at::Tensor& self, const at::Tensor& other) {
+  return dot_host(self, other, [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+    const c10::cuda::CUDAGuard guard(a.device());
+    launch<ReduceMap::kProduct>(a, b, out, 1, a.numel(), 1);
+  });
+}
+
+}  // namespace
+}  // namespace smem::cuda
+
+TORCH_LIBRARY_IMPL(smem, CUDA, m) {
+  m.impl("sum", &smem::cuda::sum_cuda);
+  m.impl("sum_of_squares", &smem::cuda::sum_of_squares_cuda);
+  m.impl("dot", &smem::cuda::dot_cuda);
+}

@@ -1,0 +1,135 @@
+// smem.transpose on CUDA, on the geometry of transpose.h (rows = the input's contiguous dim,
+// staged through a tile; cols = the output's last dim). The decision, in order:
+//   no element moves     one device copy (is_plain_copy)
+//   no tile needed       row copies (rows.cuh)
+//   a short side <= 64   staged whole (skinny.cuh)
+//   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
+//   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
+//                        elements where they align, else one element per cell.
+// Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
+// ladder/transpose_variants.cu.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <type_traits>
+
+#include "cuda/common.cuh"
+#include "cuda/ops.h"
+#include "cuda/transpose/cells.cuh"
+#include "cuda/transpose/rows.cuh"
+#include "cuda/transpose/skinny.cuh"
+#include "cuda/transpose/tile.cuh"
+#include "cuda/tuning/transpose.h"
+#include "smem.h"
+#include "transpose.h"
+
+namespace smem::cuda {
+namespace {
+using namespace transpose;
+
+// Whether every batch offset, in and out, is a multiple of P elements: a batch then starts on
+// the same word grid as the first.
+inline bool batch_strides_multiple_of(const TransposeGeometry& g, int64_t P) {
+  for (int i = 0; i < g.nbatch; ++i)
+    if (g.batch_in_stride[i] % P != 0 || g.batch_out_stride[i] % P != 0) return false;
+  return true;
+}
+
+// Whether P x P cells of `bytes`-wide words are aligned on both sides for this geometry and
+// input pointer: rows are the input's unit-stride dim, every other stride (in elements) is a
+// multiple of P, and the input starts on a word boundary (outputs are fresh allocations).
+template <typename E>
+bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_bytes) {
+  return g.tiled && g.row_in_stride == 1 && g.col_in_stride % P == 0 && g.row_out_stride % P == 0 &&
+         is_aligned(in, word_bytes) && batch_strides_multiple_of(g, P);
+}
+
+// Tiles of kCellsPerTile x kCellsPerTile cells of kCellWordBytes<E>-byte words (bf16: cells of
+// 8 x 8 elements, tiles of 128 x 128). Returns whether it launched.
+template <typename E>
+bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  if constexpr (sizeof(E) > 8) {
+    return false;  // 16-byte elements: one per cell (PlainBlock tiles)
+  } else {
+    using Word = std::conditional_t<kCellWordBytes<E> == 8, uint2, uint4>;
+    constexpr int P = sizeof(Word) / sizeof(E);
+    if (!cells_aligned(in, g, P, sizeof(Word))) return false;
+    launch_cells<E, Word, kCellsPerTile>(in, out, g, stream);
+    return true;
+  }
+}
+
+// The skinny kernel applies where the short side is at most kSkinnyMax and its run is
+// contiguous: the output rows (short side last) or the input columns (short side first).
+// 16-byte vectors where the input pointer, the batch offsets, the lines' stride (and, for the
+// segments read, their unit stride) all keep them aligned. Returns whether it launched.
+template <typename E>
+bool launch_skinny(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  constexpr int L = skinny_chunk<E>(), P = vec_width<E>();
+  const bool flat_out = g.cols <= kSkinnyMax && g.rows > L && g.row_out_stride == g.cols;
+  const bool flat_in =
+      g.rows <= kSkinnyMax && g.cols > L && g.row_in_stride == 1 && g.col_in_stride == g.rows;
+  if (!g.tiled || !(flat_out || flat_in)) return false;
+  const bool vectors =
+      P > 1 && is_aligned(in, 16) && batch_strides_multiple_of(g, P) &&
+      (flat_out ? g.row_in_stride == 1 && g.col_in_stride % P == 0 : g.row_out_stride % P == 0);
+  const int64_t chunks = g.batches() * ceil_div(flat_out ? g.rows : g.cols, L);
+  auto* kernel =
+      flat_out
+          ? (vectors ? transpose_skinny_kernel<E, P, true> : transpose_skinny_kernel<E, 1, true>)
+          : (vectors ? transpose_skinny_kernel<E, P, false> : transpose_skinny_kernel<E, 1, false>);
+  kernel<<<block_per_item(chunks), kSkinnyThreads, 0, stream>>>(in, out, g);
+  return true;
+}
+
+// The input is read in its own element order (a row copy whose batches tile memory exactly
+// as the output does): one device copy.
+bool is_plain_copy(const TransposeGeometry& g) {
+  if (g.tiled || g.col_in_stride != 1) return false;
+  for (int i = 0; i < g.nbatch; ++i)
+    if (g.batch_in_stride[i] != g.batch_out_stride[i]) return false;
+  return true;
+}
+
+template <typename E>
+void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry& g) {
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const E* in = static_cast<const E*>(in_ptr);
+  E* out = static_cast<E*>(out_ptr);
+  if (!g.tiled) {
+    if (is_plain_copy(g)) {
+      C10_CUDA_CHECK(cudaMemcpyAsync(out, in, g.batches() * g.cols * sizeof(E),
+                                     cudaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    launch_rows(in, out, g, stream);
+  } else if (launch_skinny(in, out, g, stream)) {
+    // done: a short side, staged whole
+  } else if (launch_word_cells(in, out, g, stream)) {
+    // done: words of 8 or 16 bytes (elements of up to 8 bytes, where the layout allows)
+  } else if constexpr (sizeof(E) <= 2) {
+    // 4-byte packed words; then elements.
+    if (cells_aligned(in, g, PackedBlock<E>::P, 4))
+      launch_tiles<E, PackedBlock<E>, kPackedTile, 1>(in, out, g, stream);
+    else launch_tiles<E, PlainBlock<E>, kPlainTile<E>, 1>(in, out, g, stream);
+  } else {
+    launch_tiles<E, PlainBlock<E>, kPlainTile<E>, 1>(in, out, g, stream);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1) {
+  return transpose_host(
+      self, dim0, dim1, [](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
+        const c10::cuda::CUDAGuard guard(x.device());
+        dispatch_element_size(x.element_size(), [&](auto e) {
+          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g);
+        });
+      });
+}
+
+}  // namespace smem::cuda
+
+TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("transpose", &smem::cuda::transpose_cuda); }

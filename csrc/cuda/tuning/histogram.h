@@ -1,0 +1,52 @@
+// Histogram tuning: every knob of the histc kernels and of their decision (histogram/shape.h),
+// with what it means. What each value was measured at: docs/PERFORMANCE.md.
+#pragma once
+
+#include <cstdint>
+
+namespace smem::cuda::histogram {
+
+// ---------------------------------------------------------------- knobs
+
+// Threads of the shared, cluster and global-counter kernels.
+constexpr int kHistThreads = 512;
+// Threads of the packed and lut16 kernels: they hold over half an SM's shared memory, so one
+// block per SM, and a full-size block keeps twice the loads in flight.
+constexpr int kPackedThreads = 1024;
+// Threads of the auto-range kernel, and the elements each thread takes at least.
+constexpr int kRangeThreads = 256;
+constexpr int kRangeElementsPerThread = 8;
+// Resident global-counter blocks per SM at most.
+constexpr int kGlobalBlocksPerSm = 4;
+// Resident shared-kernel blocks per SM at most, for inputs of at most / over
+// kStreamOnceL2Sizes L2 sizes: every block ends with an atomic per bin into the same global
+// counters, and fewer blocks queue fewer same-address atomics at the end.
+constexpr int kSharedBlocksPerSmSmall = 2, kSharedBlocksPerSmLarge = 3;
+// Per-warp copies in the shared kernel stay within 1 / this of an SM's shared memory, so that
+// this many 512-thread blocks (a full SM) could be resident.
+constexpr int kPerWarpCopiesBlocksPerSm = 4;
+// Up to this many bins, the counts go through a per-stream workspace that the last block
+// moves to the output (no memset launch); 2048 is one batch of that move for 512 threads.
+constexpr int64_t kFusedBins = 2048;
+// The lut16 kernel serves 2-byte inputs of at least this many elements per SM, where every
+// block's table (65536 binnings) is a small cost.
+constexpr int64_t kLut16MinElementsPerSm = 8 * 65536;
+// Width of the narrow packed counters: five to a 32-bit word, so one block holds 2.5 times
+// the bins of 16-bit ones, but they wrap 1024 times as often (16 bits while they fit).
+constexpr int kNarrowBits = 6;
+// Split groups have at most 2^kMaxSplitLog2 blocks: every block of a group reads every element.
+constexpr int kMaxSplitLog2 = 3;
+
+// ---------------------------------------------------------------- limits the code is built for
+
+// Room left beside a kernel's dynamic shared memory for its static shared memory (the
+// last-block flag, warp totals).
+constexpr int64_t kStaticSmemReserve = 1024;
+// Bit patterns of a 2-byte input: the lut16 kernel's table has one entry per pattern.
+constexpr int64_t kPatterns16 = 65536;
+// Clusters of up to 2^kMaxClusterLog2 = 16 blocks: sm_90's limit with non-portable cluster
+// sizes allowed (8 is the portable limit); where a device allows fewer, the runtime refuses
+// the larger clusters (launch_clusters checks every call).
+constexpr int kMaxClusterLog2 = 4;
+
+}  // namespace smem::cuda::histogram

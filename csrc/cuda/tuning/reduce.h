@@ -1,0 +1,31 @@
+// Reduction tuning: every knob of the sum kernels and of their launch decision
+// (reduce/reduce.cu), with what it means. What each value was measured at: docs/PERFORMANCE.md.
+#pragma once
+
+#include <cstdint>
+
+namespace smem::cuda::reduce {
+
+// Threads of every reduction block (rows: 8 warps; columns: 32 x 8 or 8 x 32).
+constexpr int kBlockThreads = 256;
+// Independent 16-byte loads each thread keeps in flight.
+constexpr int kLoadsInFlight = 4;
+// Whole fp32 rows of one block each: loads in flight per thread, so that a row of up to 8192
+// is one batch, one wait. (Not for bf16, whose kernel would then hold too many registers, nor
+// for split rows.)
+constexpr int kWholeRowFloatLoadsInFlight = 8;
+// Rows up to this length get one warp each; longer ones a block (or several: splits).
+constexpr int64_t kWarpRowMax = 4096;
+// Long rows are split over blocks until the device has this many per SM (fewer where fewer
+// are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
+// latency, and more splits only add partials.
+constexpr int kRowBlocksPerSm = 3;
+// A split of a row gives each thread at least this many 16-byte vectors.
+constexpr int64_t kMinVectorsPerThread = 4;
+// Column sums: a thread sums at least this many rows, and the rows are split over blocks
+// (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM:
+// fewer, longer blocks than for row sums.
+constexpr int64_t kMinRowsPerThread = 16;
+constexpr int kColBlocksPerSm = 2;
+
+}  // namespace smem::cuda::reduce

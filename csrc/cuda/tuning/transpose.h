@@ -1,0 +1,43 @@
+// Transpose tuning: every knob of the transpose kernels and of their decision
+// (transpose/transpose.cu), with what it means. What each value was measured at:
+// docs/PERFORMANCE.md.
+#pragma once
+
+namespace smem::cuda::transpose {
+
+// Element tiles (transpose_tile_kernel): a 32 x kTileThreadsY block, a warp per tile row.
+constexpr int kTileThreadsX = 32;
+constexpr int kTileThreadsY = 8;
+// Side, in cells, of the element tiles the final variant falls back to: 64 for 4-byte
+// elements (more loads in flight per thread), else 32.
+template <typename E>
+constexpr int kPlainTile = sizeof(E) == 4 ? 64 : 32;
+// Side, in cells, of the 4-byte packed tiles (PackedBlock) for 1- and 2-byte elements.
+constexpr int kPackedTile = 32;
+
+// Word cells (transpose_cells_kernel): tiles of kCellsPerTile x kCellsPerTile cells, a thread
+// per cell. 16-byte words for 2- to 8-byte elements; 1-byte elements take 8-byte words
+// (16-byte ones would need twice the registers, and tiles of 8 x 8 cells for the planes to fit).
+constexpr int kCellsPerTile = 16;
+template <typename E>
+constexpr int kCellWordBytes = sizeof(E) == 1 ? 8 : 16;
+
+// Skinny matrices (transpose_skinny_kernel): a short side of at most kSkinnyMax, staged whole,
+// in chunks of kSkinnyBytes along the long side, by kSkinnyThreads threads.
+constexpr int kSkinnyMax = 64;
+constexpr int kSkinnyBytes = 256;  // per line segment
+constexpr int kSkinnyThreads = 256;
+// Resident skinny blocks per SM at least (__launch_bounds__): 4, so that a chunk per block of
+// a 33 x 65536 bf16 matrix is one wave; 2 for 1-byte elements, whose 16-element vectors
+// would spill at the 64 registers that 4 allow.
+template <typename E>
+constexpr int skinny_min_blocks() {
+  return sizeof(E) == 1 ? 2 : 4;
+}
+
+// Row copies (transpose_rows_kernel): a block of kRowCopyThreads copies a row segment of
+// kRowCopyPerThread elements per thread.
+constexpr int kRowCopyThreads = 256;
+constexpr int kRowCopyPerThread = 4;
+
+}  // namespace smem::cuda::transpose
