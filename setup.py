@@ -40,7 +40,7 @@ def point_cuda_home_at_the_toolkit() -> None:
         return
     try:
         dry_run = subprocess.run([nvcc, "--dryrun", "-c", "smem_ops_probe.cu"],
-                                 capture_output=True, text=True, timeout=60)
+                                 check=False, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return
     found = re.search(r"^#\$ TOP=(.+)$", dry_run.stdout + dry_run.stderr, re.MULTILINE)
@@ -52,7 +52,7 @@ def point_cuda_home_at_the_toolkit() -> None:
 
 
 point_cuda_home_at_the_toolkit()
-from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 META = runpy.run_path(os.path.join(ROOT, "smem_ops", "_meta.py"))

@@ -14,8 +14,9 @@ Nothing changes on import. While enabled:
   Deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
 - ``torch.histogram`` (both overloads) gets the CUDA kernel torch lacks, matching the CPU
   function: the same bin edges bit for bit, exact counts, weighted sums accumulated in float64
-  in a fixed order. Inputs other than float32/float64 are computed by the CPU function on a
-  copy (its result or error, moved to the device).
+  in a fixed order. Inputs other than float32/float64, and weighted sums over more bins than
+  one float64 copy fits in a block's shared memory (about 19K on an H100), are computed by the
+  CPU function on a copy (its result or error, moved to the device).
 - Auto-range (``min == max``) reads the data's min and max back to the host, as torch does.
 
 Registering over a kernel torch already has makes torch warn "Overriding a previously
@@ -191,9 +192,12 @@ def _served(x, weight) -> bool:
                                     and weight.device == x.device)))
 
 
-def _finish(x, edges, weight, density, uniform):
-    counts = torch.ops.smem._histogram_count(
-        x, edges, None if weight is None else weight.reshape(x.shape), uniform)
+def _finish(x, edges, weight, density, uniform, on_cpu):
+    try:
+        counts = torch.ops.smem._histogram_count(
+            x, edges, None if weight is None else weight.reshape(x.shape), uniform)
+    except NotImplementedError:  # weighted sums over more bins than a block's shared memory
+        return on_cpu()
     hist = counts.to(x.dtype)
     if density:  # as the CPU function: by the total, then by each bin's width
         hist = hist / hist.sum() / edges.diff()
@@ -215,7 +219,8 @@ def _histogram_bin_ct(x, bins=100, *, range=None, weight=None, density=False):
         lo, hi = lo - 0.5, hi + 0.5
     # The CPU function's edges: linspace in the input dtype, on the CPU (bit for bit).
     edges = torch.linspace(lo, hi, bins + 1, dtype=x.dtype).to(x.device)
-    return _finish(x, edges, weight, density, uniform=True)
+    return _finish(x, edges, weight, density, True, lambda: _on_cpu(
+        x, bins, range=range, weight=weight, density=density))
 
 
 def _histogram_bins_tensor(x, bins, *, weight=None, density=False):
@@ -224,4 +229,5 @@ def _histogram_bins_tensor(x, bins, *, weight=None, density=False):
         return _on_cpu(x, bins, weight=weight, density=density)
     if bool((bins[1:] < bins[:-1]).any()):
         raise ValueError("torch.histogram: bins must be a non-decreasing sequence of bin edges")
-    return _finish(x, bins.clone(), weight, density, uniform=False)
+    return _finish(x, bins.clone(), weight, density, False, lambda: _on_cpu(
+        x, bins, weight=weight, density=density))

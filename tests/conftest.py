@@ -15,6 +15,14 @@ def requires_cuda(test):
     return pytest.mark.cuda(_skip_without_cuda(test))
 
 
+def pytest_configure(config):
+    # Registered here, not in pyproject.toml, so that the tests run from a copy outside the
+    # source tree (CI tests the installed wheel that way) know their marks too.
+    config.addinivalue_line(
+        "markers", "cuda: runs on a CUDA device (tools/gpu_check.sh selects these with -m cuda)")
+    config.addinivalue_line("markers", "slow: large tensors or subprocesses")
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
