@@ -194,7 +194,8 @@ def histc_cases():
 
 
 @requires_cuda
-@pytest.mark.parametrize("case", range(len(histc_cases())))
+@pytest.mark.parametrize("case", range(len(histc_cases())), ids=[
+    f"{i}-{str(c[0].dtype).removeprefix('torch.')}" for i, c in enumerate(histc_cases())])
 def test_histc_matches_torch_exactly(case):
     x, bins, lo, hi = histc_cases()[case]
     x = x.cuda()

@@ -22,8 +22,12 @@ status=0
 # GPU tests: every test marked `cuda` (the cuda device parameter and requires_cuda set it)
 GPU_TESTS=(tests -m cuda)
 # sanitizer runs skip the >2^31-element tests and the 2^26+ histc ones (minutes under
-# instrumentation); test_forced_* run the same kernels on small inputs
+# instrumentation; test_forced_* run the same kernels on small inputs), and the drop-in's 8- and
+# 16-bit histc cases: their reference, torch's own CUDA histc, reads past the end of an 8/16-bit
+# output that is not a whole number of 4-byte words (memcheck, torch 2.11: kernelHistogram1D
+# <short>, 17 int16 bins = 34 bytes, a 4-byte read at byte 32), and memcheck stops there.
 SAN_SKIP="not over_2_31 and not wrap_exactly and not pattern_table_exact"
+SAN_SKIP+=" and not (histc_matches_torch_exactly and (int8 or int16))"
 SAN_TESTS=(tests/test_reduce.py tests/test_transpose.py tests/test_histc.py tests/test_cuda.py
            tests/test_batched_histc.py tests/test_histogram_count.py tests/test_dropin.py)
 
