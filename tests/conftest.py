@@ -28,6 +28,18 @@ def _seed():
     torch.manual_seed(0)
 
 
+def raised_from(exc, etype, message):
+    """Whether exc, or an exception it was raised from or during, is an etype with the message
+    (torch.compile wraps an op's error in its own)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, etype) and message in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def make_tensor(shape, dtype, device, low=None, high=None):
     """Random (never all-zero) data of any dtype."""
     if dtype == torch.bool:

@@ -7,7 +7,7 @@ import torch
 
 import smem_ops
 
-from conftest import DEVICES, make_tensor, requires_cuda
+from conftest import DEVICES, make_tensor, raised_from, requires_cuda
 
 ALL_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
               torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -206,16 +206,6 @@ def _error_cases(device):
 _IDS = [c[0] for c in _error_cases("cpu")]
 
 
-def _find(exc, etype, message):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, etype) and message in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("index", range(len(_IDS)), ids=_IDS)
 def test_errors_eager_and_compiled(device, index):
@@ -225,5 +215,5 @@ def test_errors_eager_and_compiled(device, index):
     torch._dynamo.reset()
     with pytest.raises(Exception) as info:
         torch.compile(fn, fullgraph=True, backend="aot_eager")()
-    assert _find(info.value, etype, message), repr(info.value)
+    assert raised_from(info.value, etype, message), repr(info.value)
 

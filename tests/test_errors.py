@@ -7,7 +7,7 @@ import torch
 
 import smem_ops
 
-from conftest import DEVICES, HAS_CUDA
+from conftest import DEVICES, HAS_CUDA, raised_from
 
 
 def _cases(device, grad=False):
@@ -63,17 +63,6 @@ def _ids():
     return [c[0] for c in _cases("cpu")]
 
 
-def _find(exc, etype, message):
-    """The exception itself or one it was raised from/with, of etype, with the message."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, etype) and message in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("index", range(len(_ids())), ids=_ids())
@@ -92,7 +81,7 @@ def test_compiled_error(device, index):
     _, fn, etype, message = _cases(device)[index]
     with pytest.raises(Exception) as info:
         torch.compile(fn, fullgraph=True, backend="aot_eager")()
-    assert _find(info.value, etype, message), repr(info.value)
+    assert raised_from(info.value, etype, message), repr(info.value)
 
 
 @pytest.mark.parametrize("device", DEVICES)
