@@ -31,7 +31,7 @@ import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 
 import torch
 
@@ -108,6 +108,13 @@ def _check_close(rtol, atol):
     def check(out, ref):
         torch.testing.assert_close(out.double(), ref.double(), rtol=rtol, atol=atol)
     return check
+
+
+def _rel_err_vs_float64(exact: Callable[[], torch.Tensor]) -> Callable[[torch.Tensor], float]:
+    """A Case.error: |out - exact| / |exact|, the float64 `exact` computed once, on first use
+    (never for --list, whose inputs are meta tensors)."""
+    value = cache(lambda: exact().item())
+    return lambda out: abs(out.item() - value()) / abs(value())
 
 
 def _check_equal(out, ref):
@@ -213,17 +220,15 @@ def squares_and_dot_cases(sw: Sweep):
                  "smem": partial(smem_ops.sum_of_squares, x)}
         if sw.compile and n == 1 << 24:
             impls["torch.compile"] = _compiled(lambda t: (t * t).sum(), x)
-        exact = x.double().square().sum().item()
         yield Case("sum_of_squares", torch.float32, (n,), {}, _nbytes(x, out), impls,
                    _check_close(1e-3, 1e-2 * math.sqrt(n)), f"({n},)",
-                   error=lambda out, exact=exact: abs(out.item() - exact) / exact)
+                   error=_rel_err_vs_float64(lambda x=x: x.double().square().sum()))
         impls = {"torch eager": partial(torch.dot, x, y), "smem": partial(smem_ops.dot, x, y)}
         if sw.compile and n == 1 << 24:
             impls["torch.compile"] = _compiled(lambda a, b: torch.dot(a, b), x, y)
-        exact = x.double().dot(y.double()).item()
         yield Case("dot", torch.float32, (n,), {}, _nbytes(x, y, out), impls,
                    _check_close(1e-4, 1e-3 * math.sqrt(n)), f"({n},)",
-                   error=lambda out, exact=exact: abs(out.item() - exact) / abs(exact))
+                   error=_rel_err_vs_float64(lambda x=x, y=y: x.double().dot(y.double())))
 
 
 def transpose_cases(sw: Sweep):
@@ -318,13 +323,12 @@ def ladder_cases(sw: Sweep):
     # garbage (NaN, wrong sign, over 100% off).
     for label, x in (("uniform", torch.rand(1 << 24, device=dev)),
                      ("1.23 x 1e8", torch.full((100_000_000,), 1.23, device=dev))):
-        exact = x.double().sum().item()
         impls = {"torch eager": partial(torch.sum, x)}
         impls.update({f"ladder:{v}": partial(torch.ops.smem._sum_variant, x, v)
                       for v in smem_ops.variants("reduce")})
         yield Case("sum ladder", torch.float32, (x.numel(),), {"data": label}, _nbytes(x) + 4,
                    impls, _check_close(1.0, 0), f"({x.numel()},) {label}",
-                   error=lambda out, exact=exact: abs(out.item() - exact) / exact)
+                   error=_rel_err_vs_float64(lambda x=x: x.double().sum()))
     m = torch.randn(8192, 8192, device=dev)
     impls = {"torch eager": lambda: m.t().contiguous()}
     impls.update({f"ladder:{v}": partial(torch.ops.smem._transpose_variant, m, v)

@@ -43,7 +43,7 @@ def load_smem_ops(lib: str | None) -> None:
 # Before pytorch/pytorch#173562 (in 2.13.0, not in 2.11.0; 2.12 untried) AOTInductor's proxy
 # executor handed custom ops a wrong `dtype=` (torch.float64 arrived as complex32): the model
 # passes dtype arguments only on a torch that decodes them.
-DTYPE_ARGS = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+DTYPE_ARGS = torch.__version__ >= (2, 13)  # TorchVersion: compared as a version, local tag ignored
 
 
 class Model(torch.nn.Module):
@@ -82,8 +82,8 @@ def main() -> int:
     ep = torch.export.export(model, (x, w))
     called = sorted({str(n.target) for n in ep.graph.nodes
                      if n.op == "call_function" and str(n.target).startswith("smem.")})
-    print("export_model: the exported graph calls", ", ".join(called),
-          "" if DTYPE_ARGS else "(no dtype= arguments: this torch's AOTInductor mis-decodes them)")
+    note = "" if DTYPE_ARGS else " (no dtype= arguments: this torch's AOTInductor mis-decodes them)"
+    print("export_model: the exported graph calls", ", ".join(called) + note)
     wanted = {"smem.transpose.default", "smem.sum.default", "smem.histc.default",
               "smem.batched_histc.default"}
     assert wanted <= set(called), called
