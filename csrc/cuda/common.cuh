@@ -316,4 +316,20 @@ inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options
       zeroed_workspace(count * int64_t(sizeof(unsigned)), ZeroedUse::kCounters, options, fresh));
 }
 
+// Opts a kernel into dynamic shared memory up to the device's opt-in limit less
+// kStaticSmemReserve, where `bytes` of it with the static part may pass the default limit
+// (48 KiB). The attribute is only a cap: the launch's own size decides occupancy, so one cap
+// serves every launch. Set once per kernel and device.
+template <typename Kernel>
+void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
+  const DeviceInfo& info = current_device_info();
+  if (bytes + kStaticSmemReserve <= info.max_smem_per_block) return;
+  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
+    C10_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(info.max_smem_per_block_optin - kStaticSmemReserve)));
+    return 0;
+  });
+}
+
 }  // namespace smem::cuda

@@ -28,7 +28,6 @@ namespace {
 
 constexpr int kRowThreads = 512;
 constexpr int kVectorsInFlight = 2;
-constexpr int64_t kStaticSmemReserve = 1024;
 constexpr int64_t kMaxBlockElements = int64_t(1) << 31;  // 32-bit shared counters
 
 // The bin of v in [lo, hi] with `bins` bins, or -1: histc_bin (histogram.h), with the range
@@ -198,17 +197,6 @@ row_histogram_global_kernel(const T* x, int64_t length, int64_t bins, histc_math
   }
 }
 
-template <typename Kernel>
-void allow_dynamic_smem(Kernel* kernel, int64_t bytes, const DeviceInfo& info) {
-  if (bytes + kStaticSmemReserve <= 48 * 1024) return;
-  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
-    C10_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(info.max_smem_per_block_optin - kStaticSmemReserve)));
-    return 0;
-  });
-}
-
 template <typename T>
 void launch_rows(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
   using M = histc_math_t<T>;
@@ -239,7 +227,7 @@ void launch_rows(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts)
     copies /= 2;
   const int64_t smem_bytes = copies * bins * int64_t(sizeof(unsigned));
   auto* kernel = plan.auto_range ? row_histogram_kernel<T, true> : row_histogram_kernel<T, false>;
-  allow_dynamic_smem(kernel, smem_bytes, info);
+  allow_dynamic_smem(kernel, smem_bytes);
   // Parts per row: fill the device's resident blocks when rows are few (shared range only).
   int64_t split = 1;
   if (!plan.auto_range) {

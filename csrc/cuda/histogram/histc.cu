@@ -26,22 +26,6 @@ namespace smem::cuda {
 namespace {
 using namespace histogram;
 
-// Opts a kernel into dynamic shared memory up to the largest any shape asks for (the device
-// limit less kStaticSmemReserve: the cap plus the kernel's static shared memory must fit the
-// limit) where `bytes` of it, with the static part, may pass the default limit (48 KiB). The
-// attribute is only a cap: the launch's own size decides occupancy, so one cap serves all.
-// Set once per kernel and device (the query's key has no real size, -1).
-template <typename Kernel>
-void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
-  if (bytes + kStaticSmemReserve <= current_device_info().max_smem_per_block) return;
-  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(current_device_info().max_smem_per_block_optin - kStaticSmemReserve)));
-    return 0;
-  });
-}
-
 // Launches `kernel` in clusters of `cluster` blocks of kThreads threads with `smem_bytes` of
 // dynamic shared memory: one wave (as many clusters as fit on the device at once), but no
 // more than `useful` and no fewer than `at_least`.

@@ -31,7 +31,6 @@ namespace {
 constexpr int kCountThreads = 512;
 constexpr int kCountWarps = kCountThreads / kWarpSize;
 constexpr int kVectorsInFlight = 2;
-constexpr int64_t kStaticSmemReserve = 1024;
 
 // The shared-memory layout of a block: the edges, then the warps' copies of the bins, then
 // (weighted) each warp's staging slots for its lanes' weights.
@@ -205,17 +204,6 @@ sum_partials_kernel(const double* partials, int rows, int bins, double* out) {
   }
 }
 
-template <typename Kernel>
-void allow_dynamic_smem(Kernel* kernel, int64_t bytes, const DeviceInfo& info) {
-  if (bytes + kStaticSmemReserve <= 48 * 1024) return;
-  once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
-    C10_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(info.max_smem_per_block_optin - kStaticSmemReserve)));
-    return 0;
-  });
-}
-
 // The most warps (and copies) whose layout fits `budget` bytes; 0 when not even one fits.
 template <typename T, bool kWeighted>
 EdgeSmem<T, kWeighted> choose_layout(int64_t E, int64_t budget) {
@@ -255,7 +243,7 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
   }
   auto* kernel = count_over_edges_kernel<T, kWeighted>;
   const int threads = layout.warps * kWarpSize;
-  allow_dynamic_smem(kernel, layout.bytes(), info);
+  allow_dynamic_smem(kernel, layout.bytes());
   // Counts: 32-bit shared counters, so each block's share stays below 2^32 elements.
   const unsigned grid = std::max<unsigned>(
       resident_grid(kernel, threads, layout.bytes(), n, int64_t(threads) * 2 * vec_width<T>()),

@@ -39,9 +39,6 @@ constexpr int kMaxSplitLog2 = 3;
 
 // ---------------------------------------------------------------- limits the code is built for
 
-// Room left beside a kernel's dynamic shared memory for its static shared memory (the
-// last-block flag, warp totals).
-constexpr int64_t kStaticSmemReserve = 1024;
 // Bit patterns of a 2-byte input: the lut16 kernel's table has one entry per pattern.
 constexpr int64_t kPatterns16 = 65536;
 // Clusters of up to 2^kMaxClusterLog2 = 16 blocks: sm_90's limit with non-portable cluster
