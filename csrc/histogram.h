@@ -99,17 +99,16 @@ C10_HOST_DEVICE inline void histc_widen_empty_range(M& lo, M& hi) {
   }
 }
 
-// The host flow of histc on every backend: checks, exact int64 counts, launch(x, plan,
-// counts) on a contiguous input when there is any (it writes every bin), then the requested
-// dtype.
+// The host flow of histc on every backend: checks, then launch(x, plan, out) on a contiguous
+// input when there is any. `out` has the requested dtype, and launch writes every bin of it.
 template <typename Launch>
 at::Tensor histc_host(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, std::optional<at::ScalarType> dtype, Launch&& launch) {
   const HistcPlan plan = plan_histc(self, bins, min, max, dtype);
-  at::Tensor counts = at::empty({bins}, self.options().dtype(at::kLong));
-  if (self.numel() > 0) launch(self.contiguous(), plan, counts);  // writes every bin
-  else counts.zero_();
-  return plan.out_dtype == at::kLong ? counts : counts.to(plan.out_dtype);
+  at::Tensor out = at::empty({bins}, self.options().dtype(plan.out_dtype));
+  if (self.numel() > 0) launch(self.contiguous(), plan, out);  // writes every bin
+  else out.zero_();
+  return out;
 }
 
 }  // namespace smem

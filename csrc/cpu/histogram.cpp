@@ -71,14 +71,17 @@ void histc_kernel(const T* x, int64_t n, const HistcPlan& plan, int64_t* counts)
 
 at::Tensor histc_cpu(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                      const at::Scalar& max, std::optional<at::ScalarType> dtype) {
-  return histc_host(self, bins, min, max, dtype,
-                    [](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
-                      AT_DISPATCH_ALL_TYPES_AND2(
-                          at::kHalf, at::kBFloat16, x.scalar_type(), "smem_histc_cpu", [&] {
-                            histc_kernel<scalar_t>(x.const_data_ptr<scalar_t>(), x.numel(), plan,
-                                                   counts.mutable_data_ptr<int64_t>());
-                          });
-                    });
+  return histc_host(
+      self, bins, min, max, dtype, [](const at::Tensor& x, const HistcPlan& plan, at::Tensor& out) {
+        // exact int64 counts, then the requested dtype (as torch's .to())
+        at::Tensor counts = out.scalar_type() == at::kLong ? out : at::empty_like(out, at::kLong);
+        AT_DISPATCH_ALL_TYPES_AND2(
+            at::kHalf, at::kBFloat16, x.scalar_type(), "smem_histc_cpu", [&] {
+              histc_kernel<scalar_t>(x.const_data_ptr<scalar_t>(), x.numel(), plan,
+                                     counts.mutable_data_ptr<int64_t>());
+            });
+        if (!counts.is_same(out)) out.copy_(counts);
+      });
 }
 
 }  // namespace

@@ -3,19 +3,37 @@
 // (Counts: 64-bit global counters). Models: CUB's block_histogram_atomic.cuh.
 #pragma once
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <cstdint>
 
 #include "cuda/common.cuh"
 
 namespace smem::cuda::histogram {
 
+// The element type the last block writes the counts in (histc's dtype=): each count converted
+// as torch's .to() converts an int64 tensor, so no conversion launch follows the kernel.
+enum class CountType : unsigned char {
+  kInt64,
+  kInt32,
+  kInt16,
+  kInt8,
+  kUInt8,
+  kFloat64,
+  kFloat32,
+  kFloat16,
+  kBFloat16
+};
+
 // Where a histogram kernel's blocks add their counts. Many bins: straight into the output,
 // zeroed by a memset first. Few bins (kFusedBins): into a per-stream workspace that is zero
-// when the kernel starts; the last block to finish moves the counts to the output and leaves
-// the workspace zeroed, which saves the memset launch.
+// when the kernel starts; the last block to finish moves the counts to the output, in its
+// dtype, and leaves the workspace zeroed, which saves the memset launch and the conversion.
 struct Counts {
   unsigned long long* add;  // zero when the kernel starts
-  int64_t* out;             // nullptr: `add` is the output
+  void* out;                // nullptr: `add` is the output
+  CountType out_type;       // with `out`
   unsigned* done;           // with `out`: a zeroed counter for last_block_to_finish
 
   // Called by every thread of every block once the block's adds are issued.
@@ -28,9 +46,27 @@ struct Counts {
     for_each_batched<4>(  // independent L2 reads in flight per thread
         threadIdx.x, bins, blockDim.x, [&](int64_t b) { return Moved{b, load_from_l2(&add[b])}; },
         [&](const Moved& m) {
-          out[m.bin] = static_cast<int64_t>(m.count);
+          store(m.bin, static_cast<int64_t>(m.count));
           add[m.bin] = 0;
         });
+  }
+  // int64 -> the output type as at::Tensor::to does it (c10::convert: fp16/bf16 by way of float).
+  __device__ void store(int64_t b, int64_t c) const {
+    switch (out_type) {
+      case CountType::kInt64: static_cast<int64_t*>(out)[b] = c; break;
+      case CountType::kInt32: static_cast<int32_t*>(out)[b] = static_cast<int32_t>(c); break;
+      case CountType::kInt16: static_cast<int16_t*>(out)[b] = static_cast<int16_t>(c); break;
+      case CountType::kInt8: static_cast<int8_t*>(out)[b] = static_cast<int8_t>(c); break;
+      case CountType::kUInt8: static_cast<uint8_t*>(out)[b] = static_cast<uint8_t>(c); break;
+      case CountType::kFloat64: static_cast<double*>(out)[b] = static_cast<double>(c); break;
+      case CountType::kFloat32: static_cast<float*>(out)[b] = static_cast<float>(c); break;
+      case CountType::kFloat16:
+        static_cast<c10::Half*>(out)[b] = c10::Half(static_cast<float>(c));
+        break;
+      case CountType::kBFloat16:
+        static_cast<c10::BFloat16*>(out)[b] = c10::BFloat16(static_cast<float>(c));
+        break;
+    }
   }
 };
 

@@ -1,5 +1,6 @@
-// smem.histc on CUDA: exact integer counts. The host flow (histc_host), the optional
-// auto-range kernel, then one histogram kernel in the shape choose_shape picks:
+// smem.histc on CUDA: exact integer counts, written in the requested dtype. The host flow
+// (histc_host), the optional auto-range kernel, then one histogram kernel in the shape
+// choose_shape picks:
 //   histogram/shape.h     the decision: counter layout, copies, shared memory
 //   histogram/kernels.cuh the kernels, one per layout (counters.cuh), binning with bin_map.cuh
 //   histogram/range.cuh   auto-range (min == max) on the device: no host sync
@@ -138,8 +139,25 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
   }
 }
 
+// The output's element type as the last block of a fused launch writes it.
+CountType count_type(at::ScalarType t) {
+  switch (t) {
+    case at::kLong: return CountType::kInt64;
+    case at::kInt: return CountType::kInt32;
+    case at::kShort: return CountType::kInt16;
+    case at::kChar: return CountType::kInt8;
+    case at::kByte: return CountType::kUInt8;
+    case at::kDouble: return CountType::kFloat64;
+    case at::kFloat: return CountType::kFloat32;
+    case at::kHalf: return CountType::kFloat16;
+    case at::kBFloat16: return CountType::kBFloat16;
+    default: break;
+  }
+  TORCH_INTERNAL_ASSERT(false, "smem.histc: no count type for ", t);
+}
+
 template <typename T>
-void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts, Request request) {
+void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result, Request request) {
   using M = histc_math_t<T>;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = x.numel();
@@ -155,15 +173,19 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
   at::Tensor fresh_counters, fresh_workspace;
   unsigned* done =
       plan.auto_range || fused ? zeroed_counters(2, x.options(), fresh_counters) : nullptr;
-  int64_t* counts_ptr = counts.mutable_data_ptr<int64_t>();
-  Counts out{reinterpret_cast<unsigned long long*>(counts_ptr), nullptr, nullptr};
+  // Fused: the last block writes `result` in its dtype. Otherwise the blocks add into zeroed
+  // int64 counts: `result` itself, or a scratch tensor converted into it after the kernel.
+  at::Tensor counts;
+  Counts out{};
   if (fused) {
     out = Counts{static_cast<unsigned long long*>(
                      zeroed_workspace(plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram,
                                       x.options(), fresh_workspace)),
-                 counts_ptr, done + 1};
+                 result.mutable_data_ptr(), count_type(result.scalar_type()), done + 1};
   } else {
+    counts = result.scalar_type() == at::kLong ? result : at::empty_like(result, at::kLong);
     counts.zero_();
+    out.add = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
   }
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   at::Tensor device_range;
@@ -194,6 +216,7 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts
       launch_counts<T, M, true, true>(data, n, streaming, plan.bins, shape, range, out, stream);
       break;
   }
+  if (counts.defined() && !counts.is_same(result)) result.copy_(counts);
 }
 
 }  // namespace
@@ -202,11 +225,11 @@ at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& mi
                       const at::Scalar& max, std::optional<at::ScalarType> dtype,
                       const histogram::Request& request) {
   return histc_host(self, bins, min, max, dtype,
-                    [request](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
+                    [request](const at::Tensor& x, const HistcPlan& plan, at::Tensor& out) {
                       const c10::cuda::CUDAGuard guard(x.device());
                       AT_DISPATCH_ALL_TYPES_AND2(
                           at::kHalf, at::kBFloat16, x.scalar_type(), "smem_histc_cuda",
-                          [&] { launch_histc<scalar_t>(x, plan, counts, request); });
+                          [&] { launch_histc<scalar_t>(x, plan, out, request); });
                     });
 }
 
