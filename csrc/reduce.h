@@ -44,7 +44,7 @@ C10_HOST_DEVICE inline A map_element(T a, T b) {
   }
 }
 
-inline void check_reduce_dtype(at::ScalarType t, const char* op, const char* what) {
+inline bool reduce_dtype_supported(at::ScalarType t) {
   switch (t) {
     case at::kBool:
     case at::kByte:
@@ -57,10 +57,14 @@ inline void check_reduce_dtype(at::ScalarType t, const char* op, const char* wha
     case at::kFloat:
     case at::kDouble:
     case at::kComplexFloat:
-    case at::kComplexDouble: return;
-    default:
-      TORCH_CHECK_TYPE(false, "smem.", op, ": ", what, " ", dtype_name(t), " is not supported");
+    case at::kComplexDouble: return true;
+    default: return false;
   }
+}
+
+inline void check_reduce_dtype(at::ScalarType t, const char* op, const char* what) {
+  TORCH_CHECK_TYPE(reduce_dtype_supported(t), "smem.", op, ": ", what, " ", dtype_name(t),
+                   " is not supported");
 }
 
 // [outer, reduced, inner] view of a contiguous tensor (after an optional permutation).

@@ -7,7 +7,10 @@
 // module (python/module.cpp) is the extension's own.
 #include <torch/library.h>
 
+#include "histogram.h"
+#include "reduce.h"
 #include "smem.h"
+#include "transpose.h"
 
 TORCH_LIBRARY(smem, m) {
   const std::vector<at::Tag> pt2 = {at::Tag::pt2_compliant_tag};
@@ -78,4 +81,18 @@ std::vector<std::string> smem::variants(const std::string& family) {
 #else
   return {};
 #endif
+}
+
+std::vector<std::string> smem::supported_dtypes(const std::string& family) {
+  TORCH_CHECK_VALUE(family == "reduce" || family == "transpose" || family == "histogram",
+                    "smem_ops: unknown family '", family,
+                    "' (expected 'reduce', 'transpose' or 'histogram')");
+  bool (*supported)(at::ScalarType) = family == "reduce"      ? &reduce_dtype_supported
+                                      : family == "transpose" ? &transpose_dtype_supported
+                                                              : &histc_input_supported;
+  std::vector<std::string> names;
+  for (int t = 0; t < static_cast<int>(at::ScalarType::NumOptions); ++t)
+    if (supported(static_cast<at::ScalarType>(t)))
+      names.push_back(dtype_name(static_cast<at::ScalarType>(t)));
+  return names;
 }

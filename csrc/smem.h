@@ -32,6 +32,9 @@ inline std::string dtype_name(c10::ScalarType t) {
     case c10::kComplexDouble: return "torch.complex128";
     case c10::ScalarType::Float8_e5m2: return "torch.float8_e5m2";
     case c10::ScalarType::Float8_e4m3fn: return "torch.float8_e4m3fn";
+    case c10::ScalarType::Float8_e5m2fnuz: return "torch.float8_e5m2fnuz";
+    case c10::ScalarType::Float8_e4m3fnuz: return "torch.float8_e4m3fnuz";
+    case c10::ScalarType::Float8_e8m0fnu: return "torch.float8_e8m0fnu";
     case c10::ScalarType::QInt8: return "torch.qint8";
     case c10::ScalarType::QUInt8: return "torch.quint8";
     case c10::ScalarType::QInt32: return "torch.qint32";
@@ -48,6 +51,9 @@ bool cluster_supported(int64_t device);
 // Names of the technique-ladder variants of a family ("reduce", "transpose", "histogram"),
 // from naive to best. Variants are CUDA kernels: a CPU-only build has none.
 std::vector<std::string> variants(const std::string& family);
+// The input dtypes a family's checks accept ("reduce", "transpose", "histogram"), as torch
+// names them ("torch.float32"): the one list the fake kernels check against too.
+std::vector<std::string> supported_dtypes(const std::string& family);
 
 #ifdef SMEM_WITH_CUDA
 namespace cuda {

@@ -126,9 +126,8 @@ inline std::vector<int64_t> transpose_out_shape(const at::Tensor& x, int64_t d0,
 
 // Every dtype with whole 1/2/4/8/16-byte elements that torch can copy; kernels move bytes,
 // so the element size is all they need.
-inline void check_transpose_dtype(const at::Tensor& x) {
-  const auto t = x.scalar_type();
-  bool ok = c10::isFloat8Type(t);
+inline bool transpose_dtype_supported(at::ScalarType t) {
+  if (c10::isFloat8Type(t)) return true;
   switch (t) {
     case at::kBool:
     case at::kByte:
@@ -145,10 +144,14 @@ inline void check_transpose_dtype(const at::Tensor& x) {
     case at::kDouble:
     case at::kComplexHalf:
     case at::kComplexFloat:
-    case at::kComplexDouble: ok = true; break;
-    default: break;
+    case at::kComplexDouble: return true;
+    default: return false;
   }
-  TORCH_CHECK_TYPE(ok, "smem.transpose: dtype ", dtype_name(t), " is not supported");
+}
+
+inline void check_transpose_dtype(const at::Tensor& x) {
+  TORCH_CHECK_TYPE(transpose_dtype_supported(x.scalar_type()), "smem.transpose: dtype ",
+                   dtype_name(x.scalar_type()), " is not supported");
 }
 
 // A 16-byte element (complex128) as the kernels move it.

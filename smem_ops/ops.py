@@ -22,23 +22,19 @@ _dot = _ops.dot.default
 _transpose = _ops.transpose.default
 _histc = _ops.histc.default
 
-_REDUCE_DTYPES = frozenset({
-    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-    torch.float16, torch.bfloat16, torch.float32, torch.float64,
-    torch.complex64, torch.complex128,
-})
-_TRANSPOSE_DTYPES = frozenset({
-    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-    torch.uint16, torch.uint32, torch.uint64,
-    torch.float16, torch.bfloat16, torch.float32, torch.float64,
-    torch.complex32, torch.complex64, torch.complex128,
-    *(getattr(torch, n) for n in ("float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz",
-                                 "float8_e4m3fnuz", "float8_e8m0fnu") if hasattr(torch, n)),
-})
-_HISTC_DTYPES = frozenset({
-    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-    torch.float16, torch.bfloat16, torch.float32, torch.float64,
-})
+
+def _supported(family: str) -> frozenset[torch.dtype]:
+    """The dtypes the C++ checks of a family accept (smem_ops._C.supported_dtypes): the fake
+    kernels check against the same list."""
+    from . import _C
+
+    names = (name.removeprefix("torch.") for name in _C.supported_dtypes(family))
+    return frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
+
+
+_REDUCE_DTYPES = _supported("reduce")
+_TRANSPOSE_DTYPES = _supported("transpose")
+_HISTC_DTYPES = _supported("histogram")
 
 DimArg = int | Sequence[int] | None
 

@@ -94,3 +94,44 @@ def test_fake_kernel_raises_directly(device):
             smem_ops.histc(x, -1)
         with pytest.raises(IndexError, match="smem.sum: dim 5 is out of range"):
             smem_ops.sum(x, 5)
+
+
+_ALL_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
+_OPS = {
+    "reduce": lambda x: smem_ops.sum(x),
+    "transpose": lambda x: smem_ops.transpose(x.reshape(1, 1)),
+    "histogram": lambda x: smem_ops.histc(x, 4, 0, 1),
+}
+
+
+def _accepts(fn, x):
+    try:
+        fn(x)
+    except TypeError as e:
+        assert "is not supported" in str(e), str(e)
+        return False
+    return True
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # complex32 and quantized dtypes warn
+@pytest.mark.parametrize("family", _OPS)
+def test_fake_kernels_accept_what_cpp_accepts(family):
+    # The fake kernels' dtype sets come from the C++ checks (_C.supported_dtypes): for every
+    # dtype torch has, tracing and running on the CPU agree on accept or reject.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    listed = set(smem_ops._C.supported_dtypes(family))
+    for dtype in _ALL_DTYPES:
+        try:
+            x = torch.zeros(1, dtype=dtype)
+        except (RuntimeError, TypeError):
+            continue  # dtypes torch cannot allocate (quantized, bits)
+        with FakeTensorMode() as mode:
+            fake = _accepts(_OPS[family], mode.from_tensor(x))
+        real = _accepts(_OPS[family], x)
+        assert fake == real == (str(dtype) in listed), (dtype, fake, real)
+
+
+def test_supported_dtypes_rejects_unknown_family():
+    with pytest.raises(ValueError, match="unknown family 'sort'"):
+        smem_ops._C.supported_dtypes("sort")
