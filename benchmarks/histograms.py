@@ -3,64 +3,30 @@
     python -m benchmarks.histograms            # the full table
     python -m benchmarks.histograms --quick    # smaller sizes
 
+    python -m benchmarks.histograms --save     # into benchmarks/results (else bench-out/)
+
 Each case is verified first (smem's output against an exact or float64 reference), then timed
-two ways: device time (the sum of the CUDA kernel and memset durations that torch.profiler
-records for one call, L2 flushed before each call, median over calls) and wall time
-(triton.testing.do_bench, which flushes L2 itself). Bandwidth counts the bytes that must move
-(inputs read once, the output written once) over the device time, as a % of the copy ceiling
-(bytes read + written by a 1 GiB device copy) measured in the same process.
+with both clocks of benchmarks/timing.py: device time (CUPTI kernel durations, L2 flushed before
+each call, median) and wall time (do_bench). Bandwidth counts the bytes that must move (inputs
+read once, the output written once) over the device time, as a % of the copy ceiling (bytes
+read + written by a 1 GiB device copy) measured in the same process by the same clock.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-from collections.abc import Callable
+import json
+import os
+import sys
 
 import torch
 
 import smem_ops
 
+from .provenance import RESULTS, SCRATCH, commit, slug
+from .timing import copy_ceiling_gbs, time_device, time_wall
+
 count = torch.ops.smem._histogram_count
-_FLUSH = "bitwise_not"  # the flush kernel's name, left out of the device time
-
-
-def l2_flush(buf: torch.Tensor) -> None:
-    buf.bitwise_not_()  # 256 MB written: L2 holds nothing of the input afterwards
-
-
-def device_us(fn: Callable[[], object], flush_buf: torch.Tensor, calls: int = 20) -> float:
-    """Median over calls of the summed device durations of fn's kernels and memsets."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(calls):
-        l2_flush(flush_buf)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        total = 0.0
-        for e in prof.events():
-            if e.device_type == torch.autograd.DeviceType.CUDA and _FLUSH not in e.name:
-                total += e.time_range.elapsed_us()
-        per_call.append(total)
-    return statistics.median(per_call)
-
-
-def wall_us(fn: Callable[[], object]) -> float:
-    import triton.testing
-
-    return 1000.0 * triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-
-
-def copy_ceiling_gbs(flush_buf: torch.Tensor) -> float:
-    n = 1 << 30
-    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    return 2 * n / device_us(lambda: dst.copy_(src), flush_buf) / 1e3
 
 
 # --------------------------------------------------------------------------- torch references
@@ -166,26 +132,44 @@ def cases(quick: bool):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", default=SCRATCH, help=f"output folder (default {SCRATCH})")
+    where.add_argument("--save", action="store_true", help="write into benchmarks/results")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available() or not smem_ops.cuda_compiled():
         print("benchmarks.histograms: needs a CUDA device and a CUDA build")
         return 1
-    flush_buf = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
-    ceiling = copy_ceiling_gbs(flush_buf)
-    print(f"{torch.cuda.get_device_name()}: copy ceiling {ceiling:.0f} GB/s (read + written), "
-          f"torch {torch.__version__}, {smem_ops.build_info()}")
+    ceiling = copy_ceiling_gbs("cuda")["device"]
+    print(f"{torch.cuda.get_device_name()}: copy ceiling {ceiling:.0f} GB/s (read + written, "
+          f"device time), torch {torch.__version__}, {smem_ops.build_info()}")
     print(f"{'op':<17} {'case':<58} {'impl':<26} {'device us':>10} {'wall us':>9} {'GB/s':>7} "
           f"{'% ceil':>7} {'vs smem':>8}")
+    rows = []
     for case in cases(args.quick):
         case["verify"]()
-        times = {}
-        for name, fn in case["impls"].items():
-            times[name] = (device_us(fn, flush_buf), wall_us(fn))
+        times = {name: (time_device(fn).us, time_wall(fn)) for name, fn in case["impls"].items()}
         smem_dev = times["smem"][0]
         for name, (dev, wall) in times.items():
             gbs = case["bytes"] / dev / 1e3
+            rows.append({"op": case["op"], "case": case["label"], "impl": name,
+                         "bytes": case["bytes"], "device_us": round(dev, 2),
+                         "wall_us": round(wall, 2), "gbs_device": round(gbs, 1),
+                         "pct_ceiling_device": round(100 * gbs / ceiling, 1),
+                         "x_smem_device": round(dev / smem_dev, 2)})
             print(f"{case['op']:<17} {case['label']:<58} {name:<26} {dev:>10.1f} {wall:>9.1f} "
                   f"{gbs:>7.0f} {100 * gbs / ceiling:>6.1f}% {dev / smem_dev:>7.2f}x")
+    out = RESULTS if args.save else args.out
+    os.makedirs(out, exist_ok=True)
+    sha, dirty = commit()
+    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "commit": sha + ("+dirty" if dirty else ""),
+           "smem_ops": smem_ops.build_info(), "copy_ceiling_gbs_device": round(ceiling, 1),
+           "command": "python -m benchmarks.histograms " + " ".join(
+               sys.argv[1:] if argv is None else argv)}
+    path = os.path.join(out, f"{slug(env['gpu'])}_histograms.json")
+    with open(path, "w") as f:
+        json.dump({"environment": env, "results": rows}, f, indent=1)
+    print(f"wrote {path}")
     return 0
 
 

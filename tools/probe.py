@@ -186,6 +186,9 @@ def main(argv=None):
                         "diagnostic: does the L2 write its dirty lines back while idle?)")
     args = p.parse_args(argv)
     names = list(CASES) if args.cases == ["all"] else args.cases
+    for name in names:  # copy:<bytes>: the device copy moving that many bytes in all
+        if name.startswith("copy:"):
+            CASES[name] = lambda n=int(name[5:]): _copy(n)
     ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
                else copy_ceiling_gbs(dev))
     for name in names:
