@@ -36,6 +36,21 @@ struct Counts {
   CountType out_type;       // with `out`
   unsigned* done;           // with `out`: a zeroed counter for last_block_to_finish
 
+  // A fused launch of one block: its totals are the counts, stored straight to `out` (no
+  // global atomics, no last-block handshake, no re-read from L2: three L2 round trips fewer,
+  // which is most of a small histogram's time). `add` stays zero.
+  __device__ bool sole_block() const { return out != nullptr && gridDim.x == 1; }
+
+  // A block's total for bin b, from a kernel that finishes with finish_totals. Every bin's
+  // total comes here once per block, zeros included.
+  __device__ void add_total(int64_t b, unsigned long long total) const {
+    if (sole_block()) store(b, static_cast<int64_t>(total));
+    else if (total) atomicAdd(&add[b], total);
+  }
+  __device__ void finish_totals(int64_t bins) const {
+    if (!sole_block()) finish(bins);
+  }
+
   // Called by every thread of every block once the block's adds are issued.
   __device__ void finish(int64_t bins) const {
     if (out == nullptr || !last_block_to_finish(done, gridDim.x)) return;
@@ -109,8 +124,8 @@ struct WarpCopies {
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     return per_lane ? Slot{base + lane, kWarpSize} : Slot{base + warp % subs * bins, 1};
   }
-  // After a __syncthreads: adds the copies' sum of each bin to the global counts.
-  __device__ void flush(unsigned long long* counts) const {
+  // After a __syncthreads: hands the copies' sum of each bin to counts.add_total.
+  __device__ void flush(const Counts& counts) const {
     if (per_lane) {  // a warp per bin: its 32 counters are one row, one word per bank
       const int lane = threadIdx.x % kWarpSize;
       for (int b = threadIdx.x / kWarpSize; b < bins; b += blockDim.x / kWarpSize) {
@@ -119,14 +134,14 @@ struct WarpCopies {
 #else  // sm_75 has no warp reduce instruction: a shuffle tree, its sum valid in lane 0
         const unsigned total = warp_sum(base[b * kWarpSize + lane]);
 #endif
-        if (lane == 0 && total) atomicAdd(&counts[b], static_cast<unsigned long long>(total));
+        if (lane == 0) counts.add_total(b, total);
       }
       return;
     }
     for (int b = threadIdx.x; b < bins; b += blockDim.x) {
       unsigned long long total = 0;
       for (int k = 0; k < subs; ++k) total += base[k * bins + b];
-      if (total) atomicAdd(&counts[b], total);
+      counts.add_total(b, total);
     }
   }
 };

@@ -42,8 +42,8 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int sub
                               if (bin >= 0) mine.add(bin);
                             });
   __syncthreads();
-  copies.flush(counts.add);
-  counts.finish(bins);
+  copies.flush(counts);
+  counts.finish_totals(bins);
 }
 
 // 2-byte inputs (fp16, bf16, int16) have only 65536 bit patterns. Each block first bins
@@ -76,8 +76,8 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs
                            if (bin) mine.add(bin - 1);
                          });
   __syncthreads();
-  copies.flush(counts.add);
-  counts.finish(bins);
+  copies.flush(counts);
+  counts.finish_totals(bins);
 }
 
 // PackedCounts<kBits> in one block's shared memory (kLog2Split = 0), or spread over a group
