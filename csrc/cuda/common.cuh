@@ -317,9 +317,9 @@ inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options
 }
 
 // Opts a kernel into dynamic shared memory up to the device's opt-in limit less
-// kStaticSmemReserve, where `bytes` of it with the static part may pass the default limit
-// (48 KiB). The attribute is only a cap: the launch's own size decides occupancy, so one cap
-// serves every launch. Set once per kernel and device.
+// kStaticSmemReserve, where `bytes` of it with the static part may pass the default per-block
+// limit (max_smem_per_block, 48 KiB). The attribute is only a cap: the launch's own size decides
+// occupancy, so one cap serves every launch. Set once per kernel and device.
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
   const DeviceInfo& info = current_device_info();

@@ -12,7 +12,7 @@
 
 namespace smem::cuda::histogram {
 
-// The element type the last block writes the counts in (histc's dtype=): each count converted
+// The element type a fused launch writes the counts in (histc's dtype=): each count converted
 // as torch's .to() converts an int64 tensor, so no conversion launch follows the kernel.
 enum class CountType : unsigned char {
   kInt64,
@@ -26,10 +26,11 @@ enum class CountType : unsigned char {
   kBFloat16
 };
 
-// Where a histogram kernel's blocks add their counts. Many bins: straight into the output,
-// zeroed by a memset first. Few bins (kFusedBins): into a per-stream workspace that is zero
-// when the kernel starts; the last block to finish moves the counts to the output, in its
-// dtype, and leaves the workspace zeroed, which saves the memset launch and the conversion.
+// Where a histogram kernel's blocks add their counts. Many bins: straight into zeroed int64
+// counts (the output, or a scratch tensor the host converts). Few bins (kFusedBins): into a
+// per-stream workspace that is zero when the kernel starts; the last block to finish (or a
+// sole block, directly) writes the counts to the output in its dtype and leaves the workspace
+// zeroed, which saves the memset launch and the conversion.
 struct Counts {
   unsigned long long* add;  // zero when the kernel starts
   void* out;                // nullptr: `add` is the output

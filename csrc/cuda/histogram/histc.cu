@@ -139,7 +139,7 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
   }
 }
 
-// The output's element type as the last block of a fused launch writes it.
+// The output's element type as a fused launch writes it.
 CountType count_type(at::ScalarType t) {
   switch (t) {
     case at::kLong: return CountType::kInt64;
