@@ -43,6 +43,9 @@ TORCH_LIBRARY(smem, m) {
   m.def("_sum_variant(Tensor self, str variant) -> Tensor");
   m.def("_transpose_variant(Tensor self, str variant) -> Tensor");
   m.def("_histc_variant(Tensor self, int bins, float min, float max, str variant) -> Tensor");
+  // Internal: the input dtypes a family's checks accept, for the fake kernels (smem_ops/ops.py),
+  // which need only the library, not the Python extension.
+  m.def("_supported_dtypes(str family) -> str[]", &smem::supported_dtypes);
 }
 
 bool smem::cuda_compiled() {

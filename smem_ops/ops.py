@@ -24,11 +24,9 @@ _histc = _ops.histc.default
 
 
 def _supported(family: str) -> frozenset[torch.dtype]:
-    """The dtypes the C++ checks of a family accept (smem_ops._C.supported_dtypes): the fake
-    kernels check against the same list."""
-    from . import _C
-
-    names = (name.removeprefix("torch.") for name in _C.supported_dtypes(family))
+    """The dtypes the C++ checks of a family accept (the library's smem::_supported_dtypes): the
+    fake kernels check against the same list."""
+    names = (name.removeprefix("torch.") for name in _ops._supported_dtypes(family))
     return frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
 
 

@@ -116,11 +116,11 @@ def _accepts(fn, x):
 @pytest.mark.filterwarnings("ignore::UserWarning")  # complex32 and quantized dtypes warn
 @pytest.mark.parametrize("family", _OPS)
 def test_fake_kernels_accept_what_cpp_accepts(family):
-    # The fake kernels' dtype sets come from the C++ checks (_C.supported_dtypes): for every
+    # The fake kernels' dtype sets come from the C++ checks (smem::_supported_dtypes): for every
     # dtype torch has, tracing and running on the CPU agree on accept or reject.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    listed = set(smem_ops._C.supported_dtypes(family))
+    listed = set(torch.ops.smem._supported_dtypes(family))
     for dtype in _ALL_DTYPES:
         try:
             x = torch.zeros(1, dtype=dtype)
@@ -134,4 +134,4 @@ def test_fake_kernels_accept_what_cpp_accepts(family):
 
 def test_supported_dtypes_rejects_unknown_family():
     with pytest.raises(ValueError, match="unknown family 'sort'"):
-        smem_ops._C.supported_dtypes("sort")
+        torch.ops.smem._supported_dtypes("sort")

@@ -16,7 +16,4 @@ PYBIND11_MODULE(_C, m) {
         "Whether thread-block cluster kernels can run on this CUDA device");
   m.def("variants", &smem::variants, pybind11::arg("family"),
         "Names of the technique-ladder variants of a family: 'reduce', 'transpose', 'histogram'");
-  m.def("supported_dtypes", &smem::supported_dtypes, pybind11::arg("family"),
-        "Input dtypes a family's checks accept ('reduce', 'transpose', 'histogram'), as "
-        "'torch.<name>'");
 }
