@@ -15,15 +15,12 @@ read + written by a 1 GiB device copy) measured in the same process by the same 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
 
 import torch
 
 import smem_ops
 
-from .provenance import RESULTS, SCRATCH, commit, slug
+from .provenance import RESULTS, SCRATCH, save_json, slug
 from .timing import copy_ceiling_gbs, time_device, time_wall
 
 count = torch.ops.smem._histogram_count
@@ -158,18 +155,10 @@ def main(argv=None) -> int:
                          "x_smem_device": round(dev / smem_dev, 2)})
             print(f"{case['op']:<17} {case['label']:<58} {name:<26} {dev:>10.1f} {wall:>9.1f} "
                   f"{gbs:>7.0f} {100 * gbs / ceiling:>6.1f}% {dev / smem_dev:>7.2f}x")
-    out = RESULTS if args.save else args.out
-    os.makedirs(out, exist_ok=True)
-    sha, dirty = commit()
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "commit": sha + ("+dirty" if dirty else ""),
-           "smem_ops": smem_ops.build_info(), "copy_ceiling_gbs_device": round(ceiling, 1),
-           "command": "python -m benchmarks.histograms " + " ".join(
-               sys.argv[1:] if argv is None else argv)}
-    path = os.path.join(out, f"{slug(env['gpu'])}_histograms.json")
-    with open(path, "w") as f:
-        json.dump({"environment": env, "results": rows}, f, indent=1)
-    print(f"wrote {path}")
+    gpu = torch.cuda.get_device_name()
+    save_json(RESULTS if args.save else args.out, f"{slug(gpu)}_histograms.json",
+              "benchmarks.histograms", argv,
+              {"gpu": gpu, "copy_ceiling_gbs_device": round(ceiling, 1)}, {"results": rows})
     return 0
 
 

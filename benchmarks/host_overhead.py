@@ -16,17 +16,14 @@ against torch's first.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import sys
 import time
 
 import torch
 
 import smem_ops
 
-from .provenance import RESULTS, SCRATCH, commit, slug
+from .provenance import RESULTS, SCRATCH, save_json, slug
 
 ops = torch.ops.smem
 
@@ -103,18 +100,10 @@ def main(argv=None) -> int:
                 rows.append({"device": device, "op": name, "impl": impl, "host_us": round(us, 3),
                              "x_torch": round(us / base, 2)})
                 print(f"{device:<6} {name:<20} {impl:<18} {us:8.2f} {us / base:8.2f}", flush=True)
-    sha, dirty = commit()
-    env = {"torch": torch.__version__, "commit": sha + ("+dirty" if dirty else ""),
-           "smem_ops": smem_ops.build_info(), "threads": torch.get_num_threads(),
-           "gpu": torch.cuda.get_device_name() if "cuda" in devices else None,
-           "command": "python -m benchmarks.host_overhead " + " ".join(
-               sys.argv[1:] if argv is None else argv)}
-    out = RESULTS if args.save else args.out
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{slug(env['gpu'] or 'cpu')}_host_overhead.json")
-    with open(path, "w") as f:
-        json.dump({"environment": env, "results": rows}, f, indent=1)
-    print(f"wrote {path}")
+    gpu = torch.cuda.get_device_name() if "cuda" in devices else None
+    save_json(RESULTS if args.save else args.out, f"{slug(gpu or 'cpu')}_host_overhead.json",
+              "benchmarks.host_overhead", argv,
+              {"gpu": gpu, "threads": torch.get_num_threads()}, {"results": rows})
     return 0
 
 

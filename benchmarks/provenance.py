@@ -29,3 +29,27 @@ def commit() -> tuple[str, bool]:
 def slug(name: str) -> str:
     """A file-name stem for a device: 'NVIDIA H100 80GB HBM3' -> 'nvidia_h100_80gb_hbm3'."""
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def save_json(out: str, name: str, module: str, argv: list[str] | None, env: dict,
+              body: dict) -> str:
+    """Writes {"environment": ..., **body} to out/name, the environment being `env` plus what
+    every result file records: torch, CUDA, the commit (+dirty), the smem_ops build and the
+    command. Returns the path."""
+    import json
+    import sys
+
+    import torch
+
+    import smem_ops
+
+    sha, dirty = commit()
+    env = {**env, "torch": torch.__version__, "cuda": torch.version.cuda,
+           "commit": sha + ("+dirty" if dirty else ""), "smem_ops": smem_ops.build_info(),
+           "command": f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)}
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, name)
+    with open(path, "w") as f:
+        json.dump({"environment": env, **body}, f, indent=1)
+    print(f"wrote {path}")
+    return path

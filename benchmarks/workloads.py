@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 from functools import partial
 
 import torch
 
 import smem_ops
 
-from .provenance import RESULTS, SCRATCH, commit, slug
+from .provenance import RESULTS, SCRATCH, save_json, slug
 from .timing import time_device, time_wall
 
 
@@ -183,16 +182,9 @@ def main(argv=None) -> int:
     rows: list = []
     for workload in (histc_sweep, moe_counts, histogram_observer, equalize):
         workload(args.quick, rows)
-    out = RESULTS if args.save else args.out
-    os.makedirs(out, exist_ok=True)
-    name = torch.cuda.get_device_name()
-    sha, dirty = commit()
-    env = {"gpu": name, "torch": torch.__version__, "cuda": torch.version.cuda,
-           "commit": sha + ("+dirty" if dirty else ""), "smem_ops": smem_ops.build_info()}
-    path = os.path.join(out, f"{slug(name)}_workloads.json")
-    with open(path, "w") as f:
-        json.dump({"environment": env, "rows": rows}, f, indent=1)
-    print(f"wrote {path}")
+    gpu = torch.cuda.get_device_name()
+    save_json(RESULTS if args.save else args.out, f"{slug(gpu)}_workloads.json",
+              "benchmarks.workloads", argv, {"gpu": gpu}, {"rows": rows})
     return 0
 
 
