@@ -20,7 +20,6 @@ histograms; skipped when cupy is not importable). Every implementation's output 
 against the reference before it is timed; one that fails is reported, not timed.
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -37,7 +36,7 @@ import smem_ops
 from .cases import FAMILIES, GOALS, Case, Sweep, dtype_name, is_goal, ladder_cases
 from .provenance import RESULTS, SCRATCH, commit, slug
 from .report import format_row, goal_summary, header, markdown, plot
-from .timing import copy_ceiling_gbs, time_cpu, time_device, time_wall
+from .timing import copy_ceiling_gbs, device_copy, time_cpu, time_device, time_wall
 
 # --------------------------------------------------------------------------- driver
 
@@ -91,14 +90,9 @@ def environment(sw: Sweep, ceiling, args) -> dict:
 
 
 def copy_floor(nbytes: int) -> float:
-    """Device time of torch's device-to-device copy moving `nbytes` in all (half read, half
-    written), checked first: the ceiling's own kernel at a case's size, under the same flush
-    (its launch ramp and the flush's dirty L2 lines weigh on small sizes as on the op's)."""
-    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    dst.copy_(src)
-    assert torch.equal(dst, src), "the device copy is wrong"
-    return time_device(lambda: dst.copy_(src)).us
+    """Device time of the ceiling's own copy moving a case's `nbytes`, under the same flush (its
+    launch ramp and the flush's dirty L2 lines weigh on small sizes as on the op's)."""
+    return time_device(device_copy(nbytes)).us
 
 
 def run_case(case: Case, sw: Sweep, ceiling: dict) -> list[dict]:

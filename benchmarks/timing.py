@@ -198,14 +198,21 @@ def time_device(fn: Callable[[], object], calls: int | None = None, warmup: int 
 # --------------------------------------------------------------------------- ceiling
 
 
+def device_copy(nbytes: int, device: str = "cuda") -> Callable[[], torch.Tensor]:
+    """torch's copy moving `nbytes` in all (half read, half written), checked once: the kernel
+    of the copy ceiling, and, at a case's size, of its copy floor."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=device).random_(0, 255)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    assert torch.equal(dst, src), "the device copy is wrong"
+    return lambda: dst.copy_(src)
+
+
 def copy_ceiling_gbs(device: str) -> dict[str, float | None]:
     """The device's copy bandwidth, bytes read + written, of a 1 GiB copy (64 MiB on the CPU),
     by each clock: {"wall": GB/s, "device": GB/s, or None on the CPU}."""
     n = (1 << 30) if device == "cuda" else (1 << 26)
-    src = torch.empty(n, dtype=torch.uint8, device=device).random_(0, 255)
-    dst = torch.empty_like(src)
-    def copy():
-        return dst.copy_(src)
+    copy = device_copy(2 * n, device)
     if device != "cuda":
         return {"wall": 2 * n / time_cpu(copy) / 1e3, "device": None}
     return {"wall": 2 * n / time_wall(copy) / 1e3,

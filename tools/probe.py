@@ -21,7 +21,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
-from benchmarks.timing import copy_ceiling_gbs, l2_flush_buffer, time_device, time_events, time_wall
+from benchmarks.timing import (
+    copy_ceiling_gbs,
+    device_copy,
+    l2_flush_buffer,
+    time_device,
+    time_events,
+    time_wall,
+)
 
 ops = torch.ops.smem
 dev = "cuda"
@@ -79,9 +86,8 @@ def _transpose(shape, dtype=torch.float32):
 def _copy(nbytes):
     """torch's device copy moving nbytes in all (half read, half written): what the ceiling's
     own kernel reaches at a sum's size, under the same flush."""
-    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=dev).random_(0, 255)
-    dst = torch.empty_like(src)
-    return (lambda: dst.copy_(src)), src.clone(), nbytes
+    copy = device_copy(nbytes, dev)
+    return copy, copy().clone(), nbytes
 
 
 def _geam(shape):
