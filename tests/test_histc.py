@@ -68,6 +68,28 @@ def test_integer_inputs(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64],
+                         ids=str)
+@pytest.mark.parametrize("bins,lo,hi", [
+    (64, 0, 64), (64, -0.5, 63.5), (64, 0, 63),  # torchtitan, smem_ops.bincount, transformers
+    (13, 0, 120), (7, -3.5, 10), (1000, -20, 17.5), (100_000, 0, 5000),  # exact integer path
+    (1 << 20, 0, 4096), (10, 0.25, 9.75), (16, -1000, 1000), (4, 300, 400)])  # and around it
+def test_integer_window_exhaustive(device, dtype, bins, lo, hi):
+    """Every integer of the range and around it, and the dtype's extremes: integer input over
+    bounds that are multiples of 1/2 bins with exact integer arithmetic on CUDA, which must
+    give the float64 formula's bin for each value; other bounds keep the float64 path."""
+    info = torch.iinfo(dtype)
+    first, end = max(int(lo) - 4, info.min), min(int(hi) + 5, info.max + 1)
+    window = torch.arange(first, max(first, end))  # empty where the range misses the dtype
+    extremes = torch.tensor([info.min, info.min + 1, info.max - 1, info.max])
+    x = torch.cat([window, extremes]).to(dtype)
+    x = x.repeat(1 + 200_000 // x.numel())
+    x = x[torch.randperm(x.numel())].to(device)
+    out = smem_ops.histc(x, bins, lo, hi)
+    assert torch.equal(out.cpu(), reference_counts(x.cpu(), bins, float(lo), float(hi)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_edges_out_of_range_and_nan(device):
     x = torch.tensor([-1.0, -1.0001, 0.0, 0.5, 1.0, 1.0001, float("nan"), float("inf"),
                       -float("inf"), 0.25, 0.75, 1e-8], device=device)

@@ -2,6 +2,8 @@
 // value -> bin step of every shared-memory kernel (the global-counter kernel uses histc_bin).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -9,11 +11,61 @@
 
 namespace smem::cuda::histogram {
 
+// Integer input binned over a range whose bounds are multiples of 1/2 (histc(ids, E, 0, E),
+// bincount's [-1/2, E - 1/2], ...), where the float64 expression of histc_bin is an exact
+// integer quotient. With lo = L/2, hi = H/2, S = H - L and v in range, (v - lo) * bins is
+// A/2 for the integer A = (2v - L) * bins, so every float64 step is exact up to the
+// quotient A/S; rounding can lift A/S to the next integer k only within k * 2^-53 of it,
+// but a non-integer A/S is at least 1/S away, and S * bins < 2^31 keeps k / S below that.
+// So the bin is floor(A / S): a multiply and a shift (Granlund-Montgomery: for A < 2^31 and
+// l = ceil(log2 S), floor(A / S) = A * ceil(2^(31+l) / S) >> (31 + l)), in place of the
+// float64 division, conversions and compares that made integer input compute-bound.
+struct IntBins {
+  bool on = false;
+  int64_t first = 0, last = 0;  // ceil(lo), floor(hi), within the input type: v in range
+  unsigned offset = 0;          // 2 * first - L: 2v - L = 2 (v - first) + offset
+  unsigned bins = 0;
+  uint64_t magic = 0;
+  int shift = 0;
+
+  // The exact path for a range [lo, hi] (lo < hi) and inputs in [tmin, tmax], or `on` false.
+  static IntBins for_range(double lo, double hi, int64_t bins, int64_t tmin, int64_t tmax) {
+    IntBins r;
+    constexpr double kBound = 0x1p52;  // 2 * lo, 2 * hi and ceil(lo) exact in int64 and double
+    const double l2 = 2 * lo, h2 = 2 * hi;
+    if (!(lo < hi && std::abs(lo) <= kBound && std::abs(hi) <= kBound && l2 == std::floor(l2) &&
+          h2 == std::floor(h2)))
+      return r;
+    const int64_t span = static_cast<int64_t>(h2) - static_cast<int64_t>(l2);
+    if (span >= (int64_t(1) << 31) / bins) return r;  // span * bins < 2^31
+    r.first = std::max(static_cast<int64_t>(std::ceil(lo)), tmin);
+    r.last = std::min(static_cast<int64_t>(std::floor(hi)), tmax);
+    if (r.first > r.last) return r;  // no input value is in range: the float64 path says so
+    r.offset = static_cast<unsigned>(2 * r.first - static_cast<int64_t>(l2));
+    r.bins = static_cast<unsigned>(bins);
+    int l = 0;
+    while ((int64_t(1) << l) < span) ++l;
+    r.shift = 31 + l;
+    r.magic = ((uint64_t(1) << r.shift) + span - 1) / span;
+    r.on = true;
+    return r;
+  }
+  template <typename T>
+  __device__ int operator()(T v, int outside) const {
+    // unsigned wrap-around gives v - first exactly wherever v is in range (below 2^31)
+    const unsigned twice = 2 * (static_cast<unsigned>(v) - static_cast<unsigned>(first)) + offset;
+    const unsigned b = static_cast<unsigned>((uint64_t(twice * bins) * magic) >> shift);
+    return v >= static_cast<T>(first) && v <= static_cast<T>(last) ? min(b, bins - 1) : outside;
+  }
+};
+
 // The range the histogram kernels bin into: given by value, or (auto-range) read from `device`.
+// `ints`: the exact integer path for integer input over a given range (off otherwise).
 template <typename M>
 struct Range {
   M lo, hi;
   const M* device;  // nullptr, or {lo, hi} written by range_kernel
+  IntBins ints{};
   __device__ void load(M& l, M& h) const {
     if (device) {
       l = device[0];
@@ -35,13 +87,18 @@ template <typename M>
 struct BinMap {
   M lo, hi, width, scale;
   int bins;
+  IntBins ints;
   static_assert(std::is_same_v<M, double>, "float has its own BinMap below");
-  __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_) {
+  __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_), ints(range.ints) {
     range.load(lo, hi);
     width = hi - lo;
     scale = static_cast<M>(bins_);
   }
-  __device__ int operator()(M v, int outside = -1) const {
+  template <typename T>
+  __device__ int operator()(T t, int outside = -1) const {
+    if constexpr (std::is_integral_v<T>)
+      if (ints.on) return ints(t, outside);  // uniform: one path for the whole launch
+    const M v = static_cast<M>(t);
     const int b = min(__double2int_rz((v - lo) * scale / width), bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
@@ -73,7 +130,9 @@ struct BinMap<float> {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
     reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
   }
-  __device__ int operator()(float v, int outside = -1) const {
+  template <typename T>
+  __device__ int operator()(T input, int outside = -1) const {
+    const float v = static_cast<float>(input);
     const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
     const float q0 = __fmul_rn(t, reciprocal);
     const float q =

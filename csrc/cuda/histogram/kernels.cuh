@@ -38,7 +38,7 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int sub
   const WarpCopies::Slot mine = copies.mine();
   for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
                             int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                              const int bin = bin_of(static_cast<M>(v));
+                              const int bin = bin_of(v);
                               if (bin >= 0) mine.add(bin);
                             });
   __syncthreads();
@@ -64,7 +64,7 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs
     const auto bits = static_cast<unsigned short>(p);
     T v;
     memcpy(&v, &bits, sizeof(v));
-    table[p] = static_cast<unsigned short>(bin_of(static_cast<M>(v)) + 1);
+    table[p] = static_cast<unsigned short>(bin_of(v) + 1);
   }
   copies.zero();
   __syncthreads();
@@ -109,11 +109,11 @@ histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M
   auto owns = [&](T v, unsigned& j) {
     if constexpr (kGrouped) {
       // out of range: a "bin" of another owner, so one test is enough
-      const int bin = bin_of(static_cast<M>(v), rank ^ 1);
+      const int bin = bin_of(v, rank ^ 1);
       j = static_cast<unsigned>(bin) >> kLog2Split;
       return (bin & kOwnerMask) == rank;
     } else {
-      const int bin = bin_of(static_cast<M>(v));
+      const int bin = bin_of(v);
       j = static_cast<unsigned>(bin);
       return bin >= 0;
     }
