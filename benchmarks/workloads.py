@@ -4,8 +4,8 @@
 
 - histc sweep: torch.histc, fp32, 256 bins, 2^12..2^28 elements.
 - MoE routing counts as Hugging Face transformers (`torch.histc(ids.int(), E, 0, E - 1)`) and
-  torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount;
-  plus a CUDA graph of a router step (top-k, then the counts) captured and replayed.
+  torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount,
+  beside the copy floor of the ids' bytes; plus a CUDA graph of a router step (top-k, then the counts) captured and replayed.
 - torch.ao.quantization.HistogramObserver: forward passes over random activations; the
   observer's state at the end must be the same with and without enable().
 - Per-channel histogram equalization of uint8 images (torchvision's `equalize`), when
@@ -27,7 +27,7 @@ import torch
 import smem_ops
 
 from .provenance import RESULTS, SCRATCH, save_json, slug
-from .timing import time_device, time_wall
+from .timing import device_copy, time_device, time_wall
 
 
 def clocks(fn) -> dict:
@@ -80,6 +80,10 @@ def moe_counts(quick: bool, rows: list) -> None:
                 row("moe", "torch.histc int64+enable", params,
                     partial(torch.histc, ids, experts, 0, experts), rows)
             row("moe", "smem_ops.bincount", params, partial(smem_ops.bincount, ids, experts), rows)
+        # The floor of any kernel that reads the int64 ids once: torch's device copy moving as
+        # many bytes (half read, half written), timed the same way.
+        row("moe", "copy floor (int64 ids' bytes)", {"tokens": tokens, "top_k": top_k},
+            device_copy(tokens * top_k * 8), rows)
     # A router step in a CUDA graph: torch.histc syncs nothing with an explicit range, so it
     # captures with and without enable(); bincount captures too.
     logits = torch.randn(65536, 64, device="cuda")
