@@ -116,10 +116,12 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
       s.smem_bytes =
           warp_copies(dev.max_smem_per_sm / kPerWarpCopiesBlocksPerSm - dev.reserved_smem_per_block,
                       kHistThreads / kWarpSize, false);
-    if (final)
-      s.most_per_sm = n * element_bytes <= kStreamOnceL2Sizes * int64_t(dev.l2_bytes)
-                          ? kSharedBlocksPerSmSmall
-                          : kSharedBlocksPerSmLarge;
+    if (final) {
+      const int64_t bytes = n * element_bytes, l2 = dev.l2_bytes;
+      s.most_per_sm = bytes <= l2 / kOneBlockL2Fraction  ? kSharedBlocksPerSmSmall
+                      : bytes <= kStreamOnceL2Sizes * l2 ? kSharedBlocksPerSmMid
+                                                         : kSharedBlocksPerSmLarge;
+    }
     return s;
   }
   if (final) {

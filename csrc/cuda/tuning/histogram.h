@@ -18,10 +18,12 @@ constexpr int kRangeThreads = 256;
 constexpr int kRangeElementsPerThread = 8;
 // Resident global-counter blocks per SM at most.
 constexpr int kGlobalBlocksPerSm = 4;
-// Resident shared-kernel blocks per SM at most, for inputs of at most / over
-// kStreamOnceL2Sizes L2 sizes: every block ends with an atomic per bin into the same global
-// counters, and fewer blocks queue fewer same-address atomics at the end.
-constexpr int kSharedBlocksPerSmSmall = 2, kSharedBlocksPerSmLarge = 3;
+// Resident shared-kernel blocks per SM at most, for inputs of at most 1 / kOneBlockL2Fraction
+// of the L2 / at most kStreamOnceL2Sizes L2 sizes / more: every block zeroes, sums and flushes
+// its copies of every bin and ends with an atomic per bin into the same global counters, a
+// fixed cost that the few elements per block of a small input don't repay.
+constexpr int kSharedBlocksPerSmSmall = 1, kSharedBlocksPerSmMid = 2, kSharedBlocksPerSmLarge = 3;
+constexpr int kOneBlockL2Fraction = 2;
 // Per-warp copies in the shared kernel stay within 1 / this of an SM's shared memory, so that
 // this many 512-thread blocks (a full SM) could be resident.
 constexpr int kPerWarpCopiesBlocksPerSm = 4;
