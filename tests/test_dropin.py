@@ -211,6 +211,27 @@ def test_histc_matches_torch_exactly(case):
 
 
 @requires_cuda
+def test_cuda_histc_leaves_small_int32_and_int64_to_torch():
+    """Where torch's kernel is measured faster, it runs; deterministic mode keeps smem's."""
+    small32 = torch.randint(0, 64, (smem_ops.dropin.CUDA_TORCH_INT32_MAX_NUMEL,), device="cuda",
+                            dtype=torch.int32)
+    small64 = torch.randint(0, 64, (smem_ops.dropin.CUDA_TORCH_INT64_MAX_NUMEL,), device="cuda")
+    with smem_ops.enabled():
+        assert "smem::histc" not in ops_called(lambda: torch.histc(small32, 64, 0, 63))
+        assert "smem::histc" not in ops_called(lambda: torch.histc(small64, 64, 0, 63))
+        assert "smem::histc" in ops_called(lambda: torch.histc(small64, 8, 0, 63))
+        assert "smem::histc" in ops_called(lambda: torch.histc(torch.cat([small32, small32]),
+                                                               64, 0, 63))
+        torch.use_deterministic_algorithms(True)
+        try:
+            assert "smem::histc" in ops_called(lambda: torch.histc(small32, 64, 0, 63))
+            got = torch.histc(small32, 64, 0, 63)
+        finally:
+            torch.use_deterministic_algorithms(False)
+    assert torch.equal(got, torch.histc(small32, 64, 0, 63))
+
+
+@requires_cuda
 @pytest.mark.parametrize("args", [(10, 1.0, 0.0), (0, 0, 1), (-3, 0, 1), (10, -math.inf, 1),
                                   (10, 0, math.nan), (10, 0, 1e39)])
 def test_histc_errors_are_torchs(args):
