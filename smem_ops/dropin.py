@@ -6,8 +6,11 @@
 
 Nothing changes on import. While enabled:
 - ``torch.histc`` on a CUDA tensor, and on a float32/float64 CPU tensor of at least
-  ``CPU_MIN_NUMEL`` elements (where smem's CPU kernel measured faster), runs smem's histc and returns exactly what torch's kernel
-  returns: the input dtype, torch's bin formula, edge and NaN rules. Cases smem does not serve
+  ``CPU_MIN_NUMEL`` elements (where smem's CPU kernel measured faster), runs smem's histc and
+  returns exactly what torch's kernel returns: the input dtype, torch's bin formula, edge and
+  NaN rules. Small CUDA int32 / int64 inputs (``CUDA_TORCH_INT32_MAX_NUMEL``,
+  ``CUDA_TORCH_INT64_MAX_NUMEL``), where torch's kernel measured faster, stay with torch
+  outside deterministic mode. Cases smem does not serve
   (a range torch would reject, an integer range past exact float64 binning) run torch's
   original kernel, fetched with ``torch.library.get_kernel`` before the override, so they give
   torch's own result or error. fp16/bf16 inputs, which torch's CUDA kernel rejects, are served.
