@@ -73,6 +73,8 @@ def test_integer_inputs(device, dtype):
 @pytest.mark.parametrize("bins,lo,hi", [
     (64, 0, 64), (64, -0.5, 63.5), (64, 0, 63),  # torchtitan, smem_ops.bincount, transformers
     (13, 0, 120), (7, -3.5, 10), (1000, -20, 17.5), (100_000, 0, 5000),  # exact integer path
+    (1 << 15, 0, 32767), (300_000, 0, 3500),  # span x bins near 2^31: every bit of A;
+    # 300000 bins: packed counters split over a group of blocks
     (1 << 20, 0, 4096), (10, 0.25, 9.75), (16, -1000, 1000), (4, 300, 400)])  # and around it
 def test_integer_window_exhaustive(device, dtype, bins, lo, hi):
     """Every integer of the range and around it, and the dtype's extremes: integer input over

@@ -15,9 +15,10 @@ namespace smem::cuda::histogram {
 // bincount's [-1/2, E - 1/2], ...), where the float64 expression of histc_bin is an exact
 // integer quotient. With lo = L/2, hi = H/2, S = H - L and v in range, (v - lo) * bins is
 // A/2 for the integer A = (2v - L) * bins, so every float64 step is exact up to the
-// quotient A/S; rounding can lift A/S to the next integer k only within k * 2^-53 of it,
-// but a non-integer A/S is at least 1/S away, and S * bins < 2^31 keeps k / S below that.
-// So the bin is floor(A / S): a multiply and a shift (Granlund-Montgomery: for A < 2^31 and
+// quotient A/S; rounding can lift A/S to the next integer k <= bins only from within
+// k * 2^-53 of it, but a non-integer A/S is at least 1/S away, and S * bins < 2^53 makes
+// 1/S the larger. So the bin is floor(A / S); with S * bins < 2^31 (A < 2^31) it is a
+// 32-bit multiply and a shift (Granlund-Montgomery: for A < 2^31 and
 // l = ceil(log2 S), floor(A / S) = A * ceil(2^(31+l) / S) >> (31 + l)), in place of the
 // float64 division, conversions and compares that made integer input compute-bound.
 struct IntBins {
