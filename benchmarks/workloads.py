@@ -5,7 +5,8 @@
 - histc sweep: torch.histc, fp32, 256 bins, 2^12..2^28 elements.
 - MoE routing counts as Hugging Face transformers (`torch.histc(ids.int(), E, 0, E - 1)`) and
   torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount,
-  beside the copy floor of the ids' bytes; plus a CUDA graph of a router step (top-k, then the counts) captured and replayed.
+  beside the copy floor of the ids' bytes; plus a CUDA graph of a router step (top-k, then the
+  counts) captured and replayed.
 - torch.ao.quantization.HistogramObserver: forward passes over random activations; the
   observer's state at the end must be the same with and without enable().
 - Per-channel histogram equalization of uint8 images (torchvision's `equalize`), when

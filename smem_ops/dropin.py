@@ -10,10 +10,9 @@ Nothing changes on import. While enabled:
   returns exactly what torch's kernel returns: the input dtype, torch's bin formula, edge and
   NaN rules. Small CUDA int32 / int64 inputs (``CUDA_TORCH_INT32_MAX_NUMEL``,
   ``CUDA_TORCH_INT64_MAX_NUMEL``), where torch's kernel measured faster, stay with torch
-  outside deterministic mode. Cases smem does not serve
-  (a range torch would reject, an integer range past exact float64 binning) run torch's
-  original kernel, fetched with ``torch.library.get_kernel`` before the override, so they give
-  torch's own result or error. fp16/bf16 inputs, which torch's CUDA kernel rejects, are served.
+  outside deterministic mode. Cases smem does not serve (a range torch would reject, an
+  integer range past exact float64 binning) run torch's original kernel, fetched with
+  ``torch.library.get_kernel`` before the override, so they give torch's own result or error. fp16/bf16 inputs, which torch's CUDA kernel rejects, are served.
   Deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
 - ``torch.histogram`` (both overloads) gets the CUDA kernel torch lacks, matching the CPU
   function: the same bin edges bit for bit, exact counts, weighted sums accumulated in float64
@@ -42,9 +41,9 @@ _HISTC_OPS = ("histc", "histc.out")
 # 2^20 (docs/PERFORMANCE.md); smaller inputs stay with torch.
 CPU_MIN_NUMEL = 1 << 16
 # On CUDA, torch's own kernel is the faster one for small int32 and int64 inputs (H100, device
-# time, docs/PERFORMANCE.md): int32 up to 2^16 elements (3.0-4.4 against smem's 2.9-4.4 us),
-# int64 over 64 bins or more up to 2^13 (3.6-3.7 against 3.9-4.1). Deterministic mode keeps
-# smem's kernel.
+# time, docs/PERFORMANCE.md): int32 from 2^13 to 2^16 elements (torch 3.0-4.4 us, smem
+# 4.1-4.4; even at 2^12), int64 over 64 bins or more up to 2^13 (3.6-3.7 against 3.9-4.1).
+# Deterministic mode keeps smem's kernel.
 CUDA_TORCH_INT32_MAX_NUMEL = 1 << 16
 CUDA_TORCH_INT64_MAX_NUMEL = 1 << 13
 _HISTOGRAM_OPS = ("histogram.bin_ct", "histogram.bins_tensor")
