@@ -12,8 +12,9 @@ Nothing changes on import. While enabled:
   ``CUDA_TORCH_INT64_MAX_NUMEL``), where torch's kernel measured faster, stay with torch
   outside deterministic mode. Cases smem does not serve (a range torch would reject, an
   integer range past exact float64 binning) run torch's original kernel, fetched with
-  ``torch.library.get_kernel`` before the override, so they give torch's own result or error. fp16/bf16 inputs, which torch's CUDA kernel rejects, are served.
-  Deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
+  ``torch.library.get_kernel`` before the override, so they give torch's own result or error.
+  fp16/bf16 inputs, which torch's CUDA kernel rejects, are served. Deterministic, so it runs
+  under ``torch.use_deterministic_algorithms(True)``.
 - ``torch.histogram`` (both overloads) gets the CUDA kernel torch lacks, matching the CPU
   function: the same bin edges bit for bit, exact counts, weighted sums accumulated in float64
   in a fixed order. Inputs other than float32/float64, and weighted sums over more bins than
