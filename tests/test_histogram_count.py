@@ -148,6 +148,31 @@ def test_cuda_matches_cpu(n, edges_n):
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype, bins, values", [
+    (torch.float32, 1, "tricky"), (torch.float32, 64, "tricky"), (torch.float32, 256, "tricky"),
+    (torch.float32, 257, "tricky"), (torch.float32, 256, "few"), (torch.float32, 256, "one"),
+    (torch.float64, 256, "tricky"), (torch.float64, 64, "few")])
+def test_cuda_weighted_int_bins_large(dtype, bins, values):
+    # Int bins over 2^23+ elements and <= 256 bins go through the lane-sums kernel (257: the
+    # warp-copy kernel). "few" puts equal bins side by side in a vector (combined in registers
+    # first); "one" sends everything to one bin.
+    n = (1 << 23) + 3
+    edges = torch.linspace(-2.5, 4.0, bins + 1, dtype=dtype)
+    if values == "tricky":
+        x = tricky(n - 13, edges, dtype, "cpu")
+    elif values == "few":
+        x = edges[torch.randint(0, bins + 1, (n,))] + torch.randint(0, 2, (n,), dtype=dtype) * 1e-3
+    else:
+        x = torch.full((n,), 0.5, dtype=dtype)
+    w = torch.randn(x.shape, dtype=dtype)
+    xd, wd, ed = x.cuda(), w.cuda(), edges.cuda()
+    sums = count(xd, ed, wd, uniform=True)
+    assert torch.equal(sums, count(xd, ed, wd, uniform=True)), "not deterministic"
+    torch.testing.assert_close(sums.cpu(), count(x, edges, w, uniform=True), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(sums.cpu(), weighted_reference(x, edges, w), rtol=1e-9, atol=1e-9)
+
+
+@requires_cuda
 def test_cuda_graph_capture():
     x, w = torch.randn(100_000, device="cuda"), torch.rand(100_000, device="cuda")
     edges = torch.linspace(-2, 2, 65, device="cuda")

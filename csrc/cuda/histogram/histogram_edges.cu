@@ -8,12 +8,15 @@
 //   counts    32-bit counters in shared memory, a copy per warp (or per group of warps) so that
 //             warps don't contend; flushed with 64-bit integer atomics. Integer adds commute,
 //             so the counts are exact and independent of scheduling.
-//   weighted  float64 sums must be added in a fixed order. Each warp owns a private copy of the
-//             bins. For each element slot, the lanes holding the same bin find each other
-//             (__match_any_sync) and the lowest of them adds their weights in lane order, so a
-//             bin gets one add per step from one writer. Each block adds its warps' copies in
-//             warp order into its row of a [grid, bins] partials buffer, and a second kernel
-//             adds the rows in block order. The grid depends only on the device and the size.
+//   weighted  float64 sums must be added in a fixed order. Int bins over large inputs and at
+//             most 256 bins: lane sums (edges_lane_sums.cuh), faster there. Otherwise (tensor
+//             edges, whose longer search needs more warps; small inputs; more bins) each warp
+//             owns a private copy of the bins: for each element slot, the lanes holding the same
+//             bin find each other (__match_any_sync) and the lowest of them adds their weights
+//             in lane order, so a bin gets one add per step from one writer. Both kernels add
+//             each block's copies in a fixed order into its row of a [grid, bins] partials
+//             buffer, and a second kernel adds the rows in block order. The grid depends only on
+//             the device and the size.
 // Fallbacks: counts whose edges and counters don't fit shared memory search the edges in global
 // memory and add to global 64-bit counters (exact, slower). Weighted sums need at least one
 // warp copy of float64 bins plus the edges in shared memory (about 19K bins for fp32 on an
@@ -23,6 +26,7 @@
 #include <torch/library.h>
 
 #include "cuda/common.cuh"
+#include "edges_lane_sums.cuh"
 #include "histogram_edges.h"
 
 namespace smem::cuda {
@@ -220,6 +224,39 @@ EdgeSmem<T, kWeighted> choose_layout(int64_t E, int64_t budget) {
   return l;
 }
 
+// Adds the [rows, bins] partials into out in row order.
+void sum_partials(const at::Tensor& partials, at::Tensor& out, cudaStream_t stream) {
+  const int64_t bins = partials.size(1);
+  sum_partials_kernel<<<static_cast<unsigned>(ceil_div(bins, kWarpSize)),
+                        dim3(kWarpSize, kSumRowsY), 0, stream>>>(
+      partials.const_data_ptr<double>(), static_cast<int>(partials.size(0)), static_cast<int>(bins),
+      out.mutable_data_ptr<double>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Weighted sums through weigh_over_edges_kernel; false (nothing launched) where not even one
+// warp's copy fits shared memory.
+template <typename T>
+bool launch_lane_sums(const at::Tensor& x, const at::Tensor& w, const at::Tensor& edges,
+                      bool uniform, int64_t budget, at::Tensor& out) {
+  const auto layout = LaneSumsSmem<T>::choose(edges.numel(), budget);
+  if (layout.warps < 1) return false;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const int64_t n = x.numel();
+  auto* kernel = weigh_over_edges_kernel<T>;
+  const int threads = layout.warps * kWarpSize;
+  allow_dynamic_smem(kernel, layout.bytes());
+  const unsigned grid = resident_grid(kernel, threads, layout.bytes(), n,
+                                      int64_t(threads) * kLaneSumsInFlight * vec_width<T>());
+  at::Tensor partials = at::empty({int64_t(grid), layout.bins}, out.options());
+  kernel<<<grid, threads, layout.bytes(), stream>>>(
+      x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout, uniform,
+      stream_once(2 * n * int64_t(sizeof(T))), partials.mutable_data_ptr<double>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  sum_partials(partials, out, stream);
+  return true;
+}
+
 template <typename T, bool kWeighted>
 void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& edges, bool uniform,
                   at::Tensor& out) {
@@ -227,6 +264,11 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = x.numel(), E = edges.numel();
   const int64_t budget = info.max_smem_per_block_optin - kStaticSmemReserve;
+  if constexpr (kWeighted) {
+    if (uniform && n >= histogram::kLaneSumsMinElements && E - 1 <= histogram::kLaneSumsMaxBins &&
+        launch_lane_sums<T>(x, w, edges, uniform, budget, out))
+      return;
+  }
   const auto layout = choose_layout<T, kWeighted>(E, budget);
   const bool streaming = stream_once(n * int64_t(sizeof(T)) * (kWeighted ? 2 : 1));
   if (layout.copies == 0) {
@@ -254,11 +296,7 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
         x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout, uniform,
         streaming, nullptr, partials.mutable_data_ptr<double>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    sum_partials_kernel<<<static_cast<unsigned>(ceil_div(E - 1, kWarpSize)),
-                          dim3(kWarpSize, kSumRowsY), 0, stream>>>(
-        partials.const_data_ptr<double>(), static_cast<int>(grid), layout.bins,
-        out.mutable_data_ptr<double>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    sum_partials(partials, out, stream);
   } else {
     out.zero_();
     kernel<<<grid, threads, layout.bytes(), stream>>>(

@@ -1,0 +1,232 @@
+// Weighted sums over bin edges (torch.histogram's rules, histogram_edges.h) without a warp
+// collective or an atomic per element: each lane adds its weights into its own column of its
+// warp's float64 copy of the bins, so the order of every add is fixed and the sums are
+// deterministic.
+//
+// A warp's copy is [bin][kLaneSumsColumns]; lane l adds to column l % 8, and the four lanes that
+// share a column take turns (four rounds per vector, a __syncwarp between them). Eight columns
+// keep a copy at 2 KiB per 32 bins, so 14 warps fit an SM at 256 bins (32 columns, one per
+// lane, fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8
+// columns of 8-byte sums: distinct banks whatever their bins. At the end a warp per bin adds the
+// block's copies (warps in order, then columns by a fixed butterfly) into the block's row of
+// the partials, which sum_partials_kernel adds in block order; the grid depends only on the
+// device and the size.
+//
+// Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),
+// then a read-add-write of the lane's sum. A vector's elements of equal bins are added in
+// registers first, so its reads are of distinct bins and one round trip serves the vector.
+// Two batches of kLaneSumsInFlight vectors (input and weights) take turns in registers: one
+// is added while the other's loads are in flight.
+#pragma once
+
+#include "cuda/common.cuh"
+#include "cuda/tuning/histogram.h"
+#include "histogram_edges.h"
+
+namespace smem::cuda {
+
+using histogram::kLaneSumsColumns;
+using histogram::kLaneSumsInFlight;
+using histogram::kLaneSumsMaxWarps;
+
+// The shared-memory layout of a block: the edges, then a [bins][kLaneSumsColumns] float64 copy
+// per warp.
+template <typename T>
+struct LaneSumsSmem {
+  int edges, bins, warps;
+
+  __host__ __device__ int64_t edges_bytes() const {
+    return ceil_div(int64_t(edges) * sizeof(T), 16) * 16;
+  }
+  __host__ __device__ int64_t warp_bytes() const {
+    return int64_t(bins) * kLaneSumsColumns * sizeof(double);
+  }
+  __host__ __device__ int64_t bytes() const { return edges_bytes() + warps * warp_bytes(); }
+  __device__ T* edges_at(unsigned char* base) const { return reinterpret_cast<T*>(base); }
+  __device__ double* copy_at(unsigned char* base, int warp) const {
+    return reinterpret_cast<double*>(base + edges_bytes()) +
+           int64_t(warp) * bins * kLaneSumsColumns;
+  }
+
+  // The most warps (up to kLaneSumsMaxWarps) whose copies fit `budget` bytes; 0 if none does.
+  static LaneSumsSmem choose(int64_t E, int64_t budget) {
+    LaneSumsSmem l{static_cast<int>(std::min<int64_t>(E, INT_MAX)),
+                   static_cast<int>(std::min<int64_t>(E - 1, INT_MAX)), 0};
+    if (E > (int64_t(1) << 20)) return l;  // far beyond any shared memory
+    l.warps = static_cast<int>(
+        std::clamp<int64_t>((budget - l.edges_bytes()) / l.warp_bytes(), 0, kLaneSumsMaxWarps));
+    return l;
+  }
+};
+
+// edge_bin of N elements side by side: the same rule and the same probes, but the searches
+// advance together, a probe of each per round, so their shared-memory reads overlap (edge_bin's
+// loop waits for each read before the next). Rounds: the longest search's (2 for int bins,
+// whose windows hold at most 3 edges). bin[k] = -1 where !valid[k] or torch drops the element.
+template <typename T, int N>
+__device__ inline void edge_bins(const T (&v)[N], const bool (&valid)[N], int (&bin)[N],
+                                 const T* edges, int E, T left, T right, bool uniform) {
+  int first[N], len[N];
+  bool kept[N], searching = false;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    kept[k] = valid[k] && v[k] >= left && v[k] <= right;
+    first[k] = 0;
+    len[k] = kept[k] ? E : 0;
+    if (uniform) {
+      const T p = (v[k] - left) * static_cast<T>(E - 1) / (right - left);
+      if (p >= T(0) && p < static_cast<T>(E)) {
+        const int pos = static_cast<int>(p);
+        first[k] = pos > 0 ? pos - 1 : 0;
+        len[k] = kept[k] ? (pos + 2 < E ? pos + 2 : E) - first[k] : 0;
+      }
+    }
+    searching |= len[k] > 0;
+  }
+  while (searching) {
+    // All N probes are read before any is used (a finished search reads a harmless edge).
+    T probe[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) probe[k] = edges[min(first[k] + (len[k] >> 1), E - 1)];
+    searching = false;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int half = len[k] >> 1;
+      const bool right_of = len[k] > 0 && !(v[k] < probe[k]);
+      first[k] = right_of ? first[k] + half + 1 : first[k];
+      len[k] = right_of ? len[k] - half - 1 : half;
+      searching |= len[k] > 0;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < N; ++k) bin[k] = !kept[k] ? -1 : first[k] == E ? E - 2 : first[k] - 1;
+}
+
+// Adds a vector's weights to the lane's sums of their bins (bin < 0: none); `mine` points at
+// the lane's column in bin 0, bin b is mine[b * kColumns]. Equal bins are combined first, in
+// element order, so that the reads below are of distinct bins and need not wait on each other's
+// writes. Every lane of the warp must call it (the rounds' __syncwarp).
+template <int kColumns, typename T, int V>
+__device__ inline void add_to_lane_sums(double* mine, const int* bins_of_vector,
+                                        const Vec<T, V>& ws, int lane) {
+  int bin[V];
+  double add[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    bin[k] = bins_of_vector[k];
+    add[k] = static_cast<double>(ws.v[k]);
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+#pragma unroll
+    for (int k = j + 1; k < V; ++k)
+      if (bin[j] >= 0 && bin[k] == bin[j]) {
+        add[j] += add[k];
+        bin[k] = -1;
+      }
+#pragma unroll
+  for (int round = 0; round < kWarpSize / kColumns; ++round) {
+    if (lane / kColumns == round) {
+      double old[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) old[k] = bin[k] >= 0 ? mine[bin[k] * kColumns] : 0.0;
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        if (bin[k] >= 0) mine[bin[k] * kColumns] = old[k] + add[k];
+    }
+    if constexpr (kColumns < kWarpSize) __syncwarp();
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kLaneSumsMaxWarps * kWarpSize)
+weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
+                        LaneSumsSmem<T> layout, bool uniform, bool streaming, double* partials) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int V = vec_width<T>(), kInFlight = kLaneSumsInFlight, kColumns = kLaneSumsColumns;
+  using VecT = Vec<T, V>;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int E = layout.edges, bins = layout.bins;
+  T* edges = layout.edges_at(smem);
+  for (int i = threadIdx.x; i < E; i += blockDim.x) edges[i] = edges_in[i];
+  double* copies = layout.copy_at(smem, 0);
+  for (int64_t i = threadIdx.x; i < int64_t(layout.warps) * bins * kColumns; i += blockDim.x)
+    copies[i] = 0;
+  __syncthreads();
+  const T left = edges[0], right = edges[E - 1];
+  double* mine = layout.copy_at(smem, warp) + lane % kColumns;
+
+  const int64_t nvec = n / V;
+  const auto* xv = reinterpret_cast<const VecT*>(x);
+  const auto* wv = reinterpret_cast<const VecT*>(w);
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  auto load_batch = [&](int64_t first, VecT(&xs)[kInFlight], VecT(&ws)[kInFlight]) {
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (first + lane + u * stride < nvec) {
+        xs[u] = load_once(&xv[first + lane + u * stride], streaming);
+        ws[u] = load_once(&wv[first + lane + u * stride], streaming);
+      }
+  };
+  // Every bin of the batch is found before the first sum is written: the edge reads of all
+  // its elements are then independent of the writes and overlap.
+  auto add_batch = [&](int64_t first, const VecT(&xs)[kInFlight], const VecT(&ws)[kInFlight]) {
+    constexpr int N = kInFlight * V;
+    T v[N];
+    bool valid[N];
+    int bin[N];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        v[u * V + k] = xs[u].v[k];
+        valid[u * V + k] = first + lane + u * stride < nvec;
+      }
+    edge_bins(v, valid, bin, edges, E, left, right, uniform);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) add_to_lane_sums<kColumns>(mine, &bin[u * V], ws[u], lane);
+  };
+  // Two batches in registers, taking turns: one is added while the other's loads are in
+  // flight (no copy between them, which would wait for the loads). The loop is warp-uniform
+  // (i is the warp's first vector; lanes take i + lane): the rounds' __syncwarp needs every
+  // lane.
+  VecT xa[kInFlight], wa[kInFlight], xb[kInFlight], wb[kInFlight];
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + warp * kWarpSize;
+  const int64_t step = kInFlight * stride;
+  load_batch(i, xa, wa);
+  while (i < nvec) {
+    load_batch(i + step, xb, wb);
+    add_batch(i, xa, wa);
+    i += step;
+    if (i >= nvec) break;
+    load_batch(i + step, xa, wa);
+    add_batch(i, xb, wb);
+    i += step;
+  }
+  if (blockIdx.x == 0 && warp == 0) {   // the last n % V elements; every lane takes part in
+    const int64_t t = nvec * V + lane;  // the rounds' __syncwarp
+    const bool has = t < n;
+    Vec<T, V> wt{};
+    wt.v[0] = has ? w[t] : T(0);
+    T v[V] = {has ? x[t] : T(0)};
+    bool valid[V] = {has};
+    int bin[V];
+    edge_bins(v, valid, bin, edges, E, left, right, uniform);
+    add_to_lane_sums<kColumns>(mine, bin, wt, lane);
+  }
+  __syncthreads();
+
+  // A warp per bin: lane l < kColumns adds column l over the copies in warp order, then the
+  // columns meet in a butterfly (the same order every launch).
+  for (int b = warp; b < bins; b += layout.warps) {
+    double sum = 0;
+    if (lane < kColumns)
+      for (int c = 0; c < layout.warps; ++c) sum += layout.copy_at(smem, c)[b * kColumns + lane];
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) partials[int64_t(blockIdx.x) * bins + b] = sum;
+  }
+}
+
+}  // namespace smem::cuda
