@@ -5,11 +5,11 @@
 //
 // A warp's copy is [bin][kLaneSumsColumns]; lane l adds to column l % 8, and the four lanes that
 // share a column take turns (four rounds per vector, a __syncwarp between them). Eight columns
-// keep a copy at 2 KiB per 32 bins, so 14 warps fit an SM at 256 bins (32 columns, one per
-// lane, fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8
+// keep a copy at 2 KiB per 32 bins, so 14 warps (13 for fp64) fit an SM at 256 bins (32 columns,
+// one per lane, fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8
 // columns of 8-byte sums: distinct banks whatever their bins. At the end a warp per bin adds the
 // block's copies (warps in order, then columns by a fixed butterfly) into the block's row of
-// the partials, which sum_partials_kernel adds in block order; the grid depends only on the
+// the partials, which sum_partials_kernel adds in a fixed order; the grid depends only on the
 // device and the size.
 //
 // Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),

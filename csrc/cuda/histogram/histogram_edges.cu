@@ -15,7 +15,7 @@
 //             bin find each other (__match_any_sync) and the lowest of them adds their weights
 //             in lane order, so a bin gets one add per step from one writer. Both kernels add
 //             each block's copies in a fixed order into its row of a [grid, bins] partials
-//             buffer, and a second kernel adds the rows in block order. The grid depends only on
+//             buffer, and a second kernel adds the rows in a fixed order. The grid depends only on
 //             the device and the size.
 // Fallbacks: counts whose edges and counters don't fit shared memory search the edges in global
 // memory and add to global 64-bit counters (exact, slower). Weighted sums need at least one
@@ -188,7 +188,7 @@ count_over_edges_global_kernel(const T* x, int64_t n, const T* edges, int64_t E,
   }
 }
 
-// out[b] = sum over blocks of partials[block][b], in block order. A block takes 32 bins
+// out[b] = sum over blocks of partials[block][b], in a fixed order. A block takes 32 bins
 // (threadIdx.x: each row read is one coalesced 256-byte segment) and splits the rows over
 // threadIdx.y in a fixed interleave; the 16 part-sums are then added in y order.
 constexpr int kSumRowsY = 16;
@@ -224,7 +224,7 @@ EdgeSmem<T, kWeighted> choose_layout(int64_t E, int64_t budget) {
   return l;
 }
 
-// Adds the [rows, bins] partials into out in row order.
+// Adds the [rows, bins] partials into out (sum_partials_kernel's fixed order).
 void sum_partials(const at::Tensor& partials, at::Tensor& out, cudaStream_t stream) {
   const int64_t bins = partials.size(1);
   sum_partials_kernel<<<static_cast<unsigned>(ceil_div(bins, kWarpSize)),
