@@ -20,6 +20,7 @@
 #pragma once
 
 #include "cuda/common.cuh"
+#include "cuda/histogram/edges_smem.cuh"
 #include "cuda/tuning/histogram.h"
 #include "histogram_edges.h"
 
@@ -32,26 +33,20 @@ using histogram::kLaneSumsMaxWarps;
 // The shared-memory layout of a block: the edges, then a [bins][kLaneSumsColumns] float64 copy
 // per warp.
 template <typename T>
-struct LaneSumsSmem {
-  int edges, bins, warps;
+struct LaneSumsSmem : EdgesFirst<T> {
+  int warps;
 
-  __host__ __device__ int64_t edges_bytes() const {
-    return ceil_div(int64_t(edges) * sizeof(T), 16) * 16;
-  }
   __host__ __device__ int64_t warp_bytes() const {
-    return int64_t(bins) * kLaneSumsColumns * sizeof(double);
+    return int64_t(this->bins) * kLaneSumsColumns * sizeof(double);
   }
-  __host__ __device__ int64_t bytes() const { return edges_bytes() + warps * warp_bytes(); }
-  __device__ T* edges_at(unsigned char* base) const { return reinterpret_cast<T*>(base); }
+  __host__ __device__ int64_t bytes() const { return this->edges_bytes() + warps * warp_bytes(); }
   __device__ double* copy_at(unsigned char* base, int warp) const {
-    return reinterpret_cast<double*>(base + edges_bytes()) +
-           int64_t(warp) * bins * kLaneSumsColumns;
+    return this->template copies_at<double>(base) + int64_t(warp) * this->bins * kLaneSumsColumns;
   }
 
   // The most warps (up to kLaneSumsMaxWarps) whose copies fit `budget` bytes; 0 if none does.
   static LaneSumsSmem choose(int64_t E, int64_t budget) {
-    LaneSumsSmem l{static_cast<int>(std::min<int64_t>(E, INT_MAX)),
-                   static_cast<int>(std::min<int64_t>(E - 1, INT_MAX)), 0};
+    LaneSumsSmem l{EdgesFirst<T>::of(E), 0};
     if (E > (int64_t(1) << 20)) return l;  // far beyond any shared memory
     l.warps = static_cast<int>(
         std::clamp<int64_t>((budget - l.edges_bytes()) / l.warp_bytes(), 0, kLaneSumsMaxWarps));
@@ -147,12 +142,8 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   using VecT = Vec<T, V>;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int E = layout.edges, bins = layout.bins;
-  T* edges = layout.edges_at(smem);
-  for (int i = threadIdx.x; i < E; i += blockDim.x) edges[i] = edges_in[i];
-  double* copies = layout.copy_at(smem, 0);
-  for (int64_t i = threadIdx.x; i < int64_t(layout.warps) * bins * kColumns; i += blockDim.x)
-    copies[i] = 0;
-  __syncthreads();
+  const T* edges =
+      layout.template stage<double>(smem, edges_in, int64_t(layout.warps) * bins * kColumns);
   const T left = edges[0], right = edges[E - 1];
   double* mine = layout.copy_at(smem, warp) + lane % kColumns;
 
@@ -190,7 +181,8 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   // flight (no copy between them, which would wait for the loads). The loop is warp-uniform
   // (i is the warp's first vector; lanes take i + lane): the rounds' __syncwarp needs every
   // lane.
-  VecT xa[kInFlight], wa[kInFlight], xb[kInFlight], wb[kInFlight];
+  // zeroed: lanes past the end search harmless values (`valid` drops their bins)
+  VecT xa[kInFlight]{}, wa[kInFlight]{}, xb[kInFlight]{}, wb[kInFlight]{};
   int64_t i = int64_t(blockIdx.x) * blockDim.x + warp * kWarpSize;
   const int64_t step = kInFlight * stride;
   load_batch(i, xa, wa);

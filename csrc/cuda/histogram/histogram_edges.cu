@@ -39,27 +39,24 @@ constexpr int kVectorsInFlight = 2;
 // The shared-memory layout of a block: the edges, then the warps' copies of the bins, then
 // (weighted) each warp's staging slots for its lanes' weights.
 template <typename T, bool kWeighted>
-struct EdgeSmem {
+struct EdgeSmem : EdgesFirst<T> {
   using Counter = std::conditional_t<kWeighted, double, unsigned>;
   static constexpr int kSlots = kVectorsInFlight * vec_width<T>();  // elements per lane per step
-  int edges, bins, copies, warps;
+  int copies, warps;
 
-  __host__ __device__ int64_t edges_bytes() const {
-    return ceil_div(int64_t(edges) * sizeof(T), 16) * 16;
-  }
   __host__ __device__ int64_t copies_bytes() const {
-    return int64_t(copies) * bins * sizeof(Counter);
+    return int64_t(copies) * this->bins * sizeof(Counter);
   }
   __host__ __device__ int64_t bytes() const {
-    return edges_bytes() + copies_bytes() +
+    return this->edges_bytes() + copies_bytes() +
            (kWeighted ? int64_t(warps) * kSlots * kWarpSize * sizeof(T) : 0);
   }
-  __device__ T* edges_at(unsigned char* base) const { return reinterpret_cast<T*>(base); }
   __device__ Counter* copy_at(unsigned char* base, int copy) const {
-    return reinterpret_cast<Counter*>(base + edges_bytes()) + int64_t(copy) * bins;
+    return this->template copies_at<Counter>(base) + int64_t(copy) * this->bins;
   }
   __device__ T* slots_at(unsigned char* base, int warp) const {
-    return reinterpret_cast<T*>(base + edges_bytes() + copies_bytes()) + warp * kSlots * kWarpSize;
+    return reinterpret_cast<T*>(base + this->edges_bytes() + copies_bytes()) +
+           warp * kSlots * kWarpSize;
   }
 };
 
@@ -94,11 +91,8 @@ count_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   using VecT = Vec<T, V>;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int E = layout.edges, bins = layout.bins;
-  T* edges = layout.edges_at(smem);
-  for (int i = threadIdx.x; i < E; i += blockDim.x) edges[i] = edges_in[i];
-  auto* copies = layout.copy_at(smem, 0);
-  for (int i = threadIdx.x; i < layout.copies * bins; i += blockDim.x) copies[i] = 0;
-  __syncthreads();
+  using Counter = typename EdgeSmem<T, kWeighted>::Counter;
+  const T* edges = layout.template stage<Counter>(smem, edges_in, int64_t(layout.copies) * bins);
   const T left = edges[0], right = edges[E - 1];
   auto* mine = layout.copy_at(smem, warp % layout.copies);
   T* slots = kWeighted ? layout.slots_at(smem, warp) : nullptr;
@@ -211,8 +205,7 @@ sum_partials_kernel(const double* partials, int rows, int bins, double* out) {
 // The most warps (and copies) whose layout fits `budget` bytes; 0 when not even one fits.
 template <typename T, bool kWeighted>
 EdgeSmem<T, kWeighted> choose_layout(int64_t E, int64_t budget) {
-  EdgeSmem<T, kWeighted> l{static_cast<int>(std::min<int64_t>(E, INT_MAX)),
-                           static_cast<int>(std::min<int64_t>(E - 1, INT_MAX)), 0, kCountWarps};
+  EdgeSmem<T, kWeighted> l{EdgesFirst<T>::of(E), 0, kCountWarps};
   if (E > (int64_t(1) << 24)) return l;  // far beyond any shared memory
   for (int copies = kCountWarps; copies >= 1; copies /= 2) {
     l.copies = copies;
