@@ -25,11 +25,11 @@ struct IntBins {
   bool on = false;
   int64_t first = 0, last = 0;  // ceil(lo), floor(hi), within the input type: v in range
   unsigned offset = 0;          // 2 * first - L: 2v - L = 2 (v - first) + offset
-  unsigned bins = 0;
   uint64_t magic = 0;
   int shift = 0;
 
-  // The exact path for a range [lo, hi] (lo < hi) and inputs in [tmin, tmax], or `on` false.
+  // The exact path for `bins` bins over a range [lo, hi] (lo < hi) and inputs in [tmin, tmax],
+  // or `on` false (auto-range, whose lo == hi, included).
   static IntBins for_range(double lo, double hi, int64_t bins, int64_t tmin, int64_t tmax) {
     IntBins r;
     constexpr double kBound = 0x1p52;  // 2 * lo, 2 * hi and ceil(lo) exact in int64 and double
@@ -43,7 +43,6 @@ struct IntBins {
     r.last = std::min(static_cast<int64_t>(std::floor(hi)), tmax);
     if (r.first > r.last) return r;  // no input value is in range: the float64 path says so
     r.offset = static_cast<unsigned>(2 * r.first - static_cast<int64_t>(l2));
-    r.bins = static_cast<unsigned>(bins);
     int l = 0;
     while ((int64_t(1) << l) < span) ++l;
     r.shift = 31 + l;
@@ -51,8 +50,9 @@ struct IntBins {
     r.on = true;
     return r;
   }
+  // v's bin among the `bins` for_range was given.
   template <typename T>
-  __device__ int operator()(T v, int outside) const {
+  __device__ int operator()(T v, unsigned bins, int outside) const {
     // unsigned wrap-around gives v - first exactly wherever v is in range (below 2^31)
     const unsigned twice = 2 * (static_cast<unsigned>(v) - static_cast<unsigned>(first)) + offset;
     const unsigned b = static_cast<unsigned>((uint64_t(twice * bins) * magic) >> shift);
@@ -98,7 +98,7 @@ struct BinMap {
   template <typename T>
   __device__ int operator()(T t, int outside = -1) const {
     if constexpr (std::is_integral_v<T>)
-      if (ints.on) return ints(t, outside);  // uniform: one path for the whole launch
+      if (ints.on) return ints(t, static_cast<unsigned>(bins), outside);  // uniform per launch
     const M v = static_cast<M>(t);
     const int b = min(__double2int_rz((v - lo) * scale / width), bins - 1);
     return v >= lo && v <= hi ? b : outside;

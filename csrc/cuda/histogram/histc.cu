@@ -190,9 +190,8 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result
   }
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   if constexpr (std::is_integral_v<T>)
-    if (!plan.auto_range)
-      range.ints = IntBins::for_range(plan.lo, plan.hi, plan.bins, std::numeric_limits<T>::min(),
-                                      std::numeric_limits<T>::max());
+    range.ints = IntBins::for_range(plan.lo, plan.hi, plan.bins, std::numeric_limits<T>::min(),
+                                    std::numeric_limits<T>::max());
   at::Tensor device_range;
   if (plan.auto_range) {
     const unsigned grid = resident_grid(range_kernel<T, M>, kRangeThreads, 0, n,
