@@ -28,31 +28,57 @@ enum class CountType : unsigned char {
 
 // Where a histogram kernel's blocks add their counts. Many bins: straight into zeroed int64
 // counts (the output, or a scratch tensor the host converts). Few bins (kFusedBins): into a
-// per-stream workspace that is zero when the kernel starts; the last block to finish (or a
-// sole block, directly) writes the counts to the output in its dtype and leaves the workspace
-// zeroed, which saves the memset launch and the conversion.
+// per-stream workspace that is zero when the kernel starts; whichever block makes a bin's
+// final add (add_totals) or arrives last (finish) writes the counts to the output in its dtype
+// and leaves the workspace zeroed, which saves the memset launch and the conversion.
 struct Counts {
   unsigned long long* add;  // zero when the kernel starts
   void* out;                // nullptr: `add` is the output
   CountType out_type;       // with `out`
   unsigned* done;           // with `out`: a zeroed counter for last_block_to_finish
 
+  // add_totals' adds into the workspace carry a ticket above the count: a bin's count stays
+  // below 2^kTicketShift (the host fuses only inputs of fewer elements) and the tickets of a
+  // launch, one per block, below 2^(64 - kTicketShift).
+  static constexpr int kTicketShift = 40;
+  static constexpr unsigned long long kTicket = 1ull << kTicketShift;
+
   // A fused launch of one block: its totals are the counts, stored straight to `out` (no
-  // global atomics, no last-block handshake, no re-read from L2: three L2 round trips fewer,
-  // which is most of a small histogram's time). `add` stays zero.
+  // global atomics, no re-read from L2). `add` stays zero.
   __device__ bool sole_block() const { return out != nullptr && gridDim.x == 1; }
 
-  // A block's total for bin b, from a kernel that finishes with finish_totals. Every bin's
-  // total comes here once per block, zeros included.
-  __device__ void add_total(int64_t b, unsigned long long total) const {
-    if (sole_block()) store(b, static_cast<int64_t>(total));
-    else if (total) atomicAdd(&add[b], total);
-  }
-  __device__ void finish_totals(int64_t bins) const {
-    if (!sole_block()) finish(bins);
+  // Hands this block's total of every bin, total_of(b) (an unsigned long long), to the counts;
+  // called by every thread of the block, once, after the block's counting. A fused launch of
+  // several blocks with a bin per thread takes tickets: the atomic that takes a bin's last
+  // ticket returns every other block's total of that bin, so its thread stores the final count
+  // and zeroes the word. That skips finish's last-block handshake (a fence, a completion
+  // counter and a re-read: three L2 round trips at the end of the kernel). One atomic in
+  // flight per thread keeps the epilogue's registers below the counting loop's, so occupancy
+  // is unchanged; more bins than threads would wait on each return in turn: those take finish.
+  template <typename TotalOf>
+  __device__ void add_totals(int bins, TotalOf&& total_of) const {
+    if (sole_block()) {
+      for (int b = threadIdx.x; b < bins; b += blockDim.x) store(b, total_of(b));
+      return;
+    }
+    if (out == nullptr || bins > static_cast<int>(blockDim.x)) {
+      for (int b = threadIdx.x; b < bins; b += blockDim.x)
+        if (const unsigned long long total = total_of(b)) atomicAdd(&add[b], total);
+      finish(bins);
+      return;
+    }
+    const int b = threadIdx.x;
+    if (b >= bins) return;
+    const unsigned long long total = total_of(b);
+    const unsigned long long before = atomicAdd(&add[b], kTicket + total);
+    if ((before >> kTicketShift) != gridDim.x - 1) return;
+    store(b, static_cast<int64_t>((before & (kTicket - 1)) + total));
+    add[b] = 0;
   }
 
-  // Called by every thread of every block once the block's adds are issued.
+  // For kernels that add to a bin any number of times (packed, global, cluster): called by
+  // every thread of every block once the block's adds are issued; in a fused launch the last
+  // block to finish moves the counts to the output.
   __device__ void finish(int64_t bins) const {
     if (out == nullptr || !last_block_to_finish(done, gridDim.x)) return;
     struct Moved {
@@ -125,7 +151,7 @@ struct WarpCopies {
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     return per_lane ? Slot{base + lane, kWarpSize} : Slot{base + warp % subs * bins, 1};
   }
-  // After a __syncthreads: hands the copies' sum of each bin to counts.add_total.
+  // After a __syncthreads: hands the copies' sum of each bin to counts.add_totals.
   __device__ void flush(const Counts& counts) const {
     if (per_lane) {  // a warp per bin: its 32 counters are one row, one word per bank
       const int lane = threadIdx.x % kWarpSize;
@@ -135,15 +161,18 @@ struct WarpCopies {
 #else  // sm_75 has no warp reduce instruction: a shuffle tree, its sum valid in lane 0
         const unsigned total = warp_sum(base[b * kWarpSize + lane]);
 #endif
-        if (lane == 0) counts.add_total(b, total);
+        if (lane == 0) base[b * kWarpSize] = total;  // the row's first word: read by this warp only
       }
+      __syncthreads();
+      counts.add_totals(
+          bins, [&](int b) { return static_cast<unsigned long long>(base[b * kWarpSize]); });
       return;
     }
-    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+    counts.add_totals(bins, [&](int b) {
       unsigned long long total = 0;
       for (int k = 0; k < subs; ++k) total += base[k * bins + b];
-      counts.add_total(b, total);
-    }
+      return total;
+    });
   }
 };
 

@@ -169,12 +169,13 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result
               "smem._histc_variant: the cluster variant needs an sm_90 device and build");
   const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, device_info(device));
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
-  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's
-  const bool fused = plan.bins <= kFusedBins;
+  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's. Fused needs
+  // counts below 2^kTicketShift (Counts::add_totals): far more elements than a device holds.
+  const bool fused = plan.bins <= kFusedBins && n < (int64_t(1) << Counts::kTicketShift);
   at::Tensor fresh_counters, fresh_workspace;
   unsigned* done =
       plan.auto_range || fused ? zeroed_counters(2, x.options(), fresh_counters) : nullptr;
-  // Fused: the last block writes `result` in its dtype. Otherwise the blocks add into zeroed
+  // Fused: the kernel writes `result` in its dtype (Counts). Otherwise the blocks add into zeroed
   // int64 counts: `result` itself, or a scratch tensor converted into it after the kernel.
   at::Tensor counts;
   Counts out{};

@@ -43,7 +43,6 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int sub
                             });
   __syncthreads();
   copies.flush(counts);
-  counts.finish_totals(bins);
 }
 
 // 2-byte inputs (fp16, bf16, int16) have only 65536 bit patterns. Each block first bins
@@ -77,7 +76,6 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs
                          });
   __syncthreads();
   copies.flush(counts);
-  counts.finish_totals(bins);
 }
 
 // PackedCounts<kBits> in one block's shared memory (kLog2Split = 0), or spread over a group

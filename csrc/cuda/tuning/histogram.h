@@ -27,8 +27,9 @@ constexpr int kOneBlockL2Fraction = 2;
 // Per-warp copies in the shared kernel stay within 1 / this of an SM's shared memory, so that
 // this many 512-thread blocks (a full SM) could be resident.
 constexpr int kPerWarpCopiesBlocksPerSm = 4;
-// Up to this many bins, the counts go through a per-stream workspace that the last block
-// moves to the output (no memset launch); 2048 is one batch of that move for 512 threads.
+// Up to this many bins, the counts go through a per-stream workspace that is left zeroed and
+// moved to the output by the kernel (no memset launch); 2048 is one batch of the last block's
+// move for 512 threads.
 constexpr int64_t kFusedBins = 2048;
 // The lut16 kernel serves 2-byte inputs of at least this many elements per SM, where every
 // block's table (65536 binnings) is a small cost.
