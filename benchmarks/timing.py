@@ -103,6 +103,8 @@ class DeviceTime:
     activities: float         # median number of device activities per call
     calls: int                # calls the median is over
     names: list[str]          # the activities of the last call, in order
+    per_activity_us: list[float]  # median duration of each activity, in order, where every
+                                  # call had the same number of them (else empty)
 
 
 def _device_activities(prof, device_index: int) -> list[tuple[str, int, int]]:
@@ -190,9 +192,12 @@ def time_device(fn: Callable[[], object], calls: int | None = None, warmup: int 
             f"({min(flush_names)[:80]})?")
     kept = groups[warmup:]
     per_call = [sum(d for _, d in g) / 1e3 for g in kept]
+    same_shape = len({len(g) for g in kept}) == 1
     return DeviceTime(us=statistics.median(per_call),
                       activities=statistics.median(len(g) for g in kept),
-                      calls=len(kept), names=[n for n, _ in kept[-1]])
+                      calls=len(kept), names=[n for n, _ in kept[-1]],
+                      per_activity_us=[statistics.median(g[k][1] for g in kept) / 1e3
+                                       for k in range(len(kept[0]))] if same_shape else [])
 
 
 # --------------------------------------------------------------------------- ceiling

@@ -6,7 +6,7 @@ compile error fails CI. A CPU torch wheel ships the c10/cuda headers but not the
 its CMake build generates (c10/cuda/impl/cuda_cmake_macros.h); a stand-in with the same
 single definition is written to a temporary include directory.
 
-    python tools/check_cuda_compile.py [--archs "8.0;9.0+PTX"] [--jobs 2]
+    python tools/check_cuda_compile.py [--archs "8.0;9.0+PTX"] [--jobs 2] [SOURCE ...]
 
 The default arch list is the one a build with no GPU visible uses (smem_ops/_meta.py).
 """
@@ -59,11 +59,13 @@ def main() -> int:
     ap.add_argument("--archs", default=DEFAULT_ARCHS,
                     help=f"archs in TORCH_CUDA_ARCH_LIST syntax (default {DEFAULT_ARCHS})")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("sources", nargs="*", help="only these .cu files (default: every one)")
     args = ap.parse_args()
     if shutil.which("nvcc") is None:
         print("check_cuda_compile: nvcc not found", file=sys.stderr)
         return 1
-    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True))
+    sources = sorted(os.path.abspath(s) for s in args.sources) or sorted(
+        glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True))
     with tempfile.TemporaryDirectory() as tmp:
         shim = os.path.join(tmp, "include")
         os.makedirs(os.path.join(shim, "c10", "cuda", "impl"))

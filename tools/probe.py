@@ -5,8 +5,9 @@
 
 Both clocks of the benchmark (benchmarks/timing.py): device time (kernel durations from CUPTI,
 median, L2 flushed before each call) and wall time (do_bench, median, L2 flushed). Prints one
-line per case: tag, case, device us, % of the copy ceiling, wall us, %. --clean and --settle
-are wall-time diagnostics (CUDA events around each call after their own preparation).
+line per case: tag, case, device us, % of the copy ceiling, wall us, %; --kernels adds each
+device activity's median us. --clean and --settle are wall-time diagnostics (CUDA events around
+each call after their own preparation).
 """
 
 from __future__ import annotations
@@ -77,6 +78,15 @@ def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
     return (lambda: ops.histc(x, bins, lo, hi, dtype=torch.int64)), ref, x.numel() * x.element_size()
 
 
+def _moe(tokens, top_k, experts, dtype=torch.int64):
+    """MoE expert counts: torchtitan's histc(ids, E, 0, E) on int64 ids, transformers'
+    histc(ids.int(), E, 0, E - 1) on int32."""
+    ids = torch.randint(0, experts, (tokens, top_k), device=dev, dtype=dtype)
+    hi = experts if dtype == torch.int64 else experts - 1
+    ref = torch.bincount(ids.flatten().long(), minlength=experts).double()
+    return (lambda: ops.histc(ids, experts, 0, hi)), ref, ids.numel() * ids.element_size()
+
+
 def _transpose(shape, dtype=torch.float32):
     x = (torch.randint(0, 255, shape, device=dev, dtype=torch.uint8).to(dtype)
          if not dtype.is_floating_point else _randn(shape, dtype))
@@ -114,6 +124,20 @@ CASES = {
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
     "squares_16m": _squares,
     "dot_16m": _dot,
+    "hist_4k": lambda: _hist(1 << 12, 256),
+    "hist_64k_elems": lambda: _hist(1 << 16, 256),
+    "hist_1m": lambda: _hist(1 << 20, 256),
+    "hist_4m": lambda: _hist(1 << 22, 256),
+    "hist_1m_2048": lambda: _hist(1 << 20, 2048),
+    "hist_64m_2048": lambda: _hist(1 << 26, 2048),
+    "moe_4k_64": lambda: _moe(4096, 2, 64),
+    "moe_64": lambda: _moe(65536, 8, 64),
+    "moe_128": lambda: _moe(65536, 8, 128),
+    "moe_256": lambda: _moe(65536, 8, 256),
+    "moe32_64": lambda: _moe(65536, 8, 64, torch.int32),
+    "moe32_128": lambda: _moe(65536, 8, 128, torch.int32),
+    "moe32_256": lambda: _moe(65536, 8, 256, torch.int32),
+    "moe_256k_64": lambda: _moe(262144, 8, 64),
     "hist_256": lambda: _hist(1 << 28, 256),
     "hist_16m": lambda: _hist(1 << 24, 256),
     "hist_bf16": lambda: _hist(1 << 28, 256, torch.bfloat16),
@@ -182,6 +206,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("cases", nargs="+")
     p.add_argument("--tag", default="")
+    p.add_argument("--kernels", action="store_true",
+                   help="also print each device activity of a call: median us and name")
     p.add_argument("--ceiling", type=float, default=0.0,
                    help="GB/s, for both clocks; measured (by each clock) when 0")
     p.add_argument("--clean", action="store_true",
@@ -211,11 +237,15 @@ def main(argv=None):
             print(f"{args.tag:>16} {name:<16} wall {us:9.1f} us {pct:6.1f} %", flush=True)
         else:
             wall = time_wall(fn)
-            dev_us = time_device(fn, est_us=wall).us
+            timed = time_device(fn, est_us=wall)
+            dev_us = timed.us
             pct = {clock: 100 * nbytes / us / 1e3 / ceiling[clock] if nbytes and us else 0.0
                    for clock, us in (("device", dev_us), ("wall", wall))}
             print(f"{args.tag:>16} {name:<16} device {dev_us:9.1f} us {pct['device']:6.1f} %   "
                   f"wall {wall:9.1f} us {pct['wall']:6.1f} %", flush=True)
+            if args.kernels:
+                for us, kernel in zip(timed.per_activity_us, timed.names, strict=False):
+                    print(f"{'':>16} {'':<16} {us:9.2f} us  {kernel[:100]}", flush=True)
         del fn, ref, out
         torch.cuda.empty_cache()
 
