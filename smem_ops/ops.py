@@ -14,13 +14,23 @@ import torch
 from torch import Tensor
 
 _ops = torch.ops.smem
-# The wrappers call each op's OpOverload with positional arguments: resolving the overload
-# packet and passing keywords cost more host time than the tiny-input kernels themselves.
+# The wrappers call each op's OpOverload, positionally and without the arguments that equal the
+# schema's defaults: resolving the overload packet, and parsing each argument against the
+# schema, cost more host time than the tiny-input kernels themselves. Outside torch.compile
+# they call the overload's C++ handle (`_op`), which is all OpOverload.__call__ does (the same
+# dispatch, Python modes and subclasses included) less one Python frame; Dynamo traces only the
+# OpOverload itself.
+_compiling = torch.compiler.is_compiling
 _sum = _ops.sum.default
 _sum_of_squares = _ops.sum_of_squares.default
 _dot = _ops.dot.default
 _transpose = _ops.transpose.default
 _histc = _ops.histc.default
+_sum_eager = _sum._op
+_sum_of_squares_eager = _sum_of_squares._op
+_dot_eager = _dot._op
+_transpose_eager = _transpose._op
+_histc_eager = _histc._op
 
 
 def _supported(family: str) -> frozenset[torch.dtype]:
@@ -47,9 +57,10 @@ def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
     fp16/bf16 accumulate in fp32, fp64 in fp64, integers in int64. Deterministic:
     bitwise-identical results run to run, no floating-point atomics.
     """
-    if dtype is None:
-        return _sum(x, None if dim is None else _dims(dim), keepdim)
-    return _sum(x, _dims(dim), keepdim, dtype=dtype)
+    op = _sum if _compiling() else _sum_eager
+    if dtype is None and not keepdim:  # the common call, without _reduce's frame
+        return op(x) if dim is None else op(x, _dims(dim))
+    return _reduce(op, x, dim, keepdim, dtype)
 
 
 def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
@@ -59,9 +70,10 @@ def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
     Differs from torch on purpose: each square is computed in the accumulate type, so fp16/bf16
     squares don't round and integer squares don't wrap around in the input dtype.
     """
-    if dtype is None:
-        return _sum_of_squares(x, None if dim is None else _dims(dim), keepdim)
-    return _sum_of_squares(x, _dims(dim), keepdim, dtype=dtype)
+    op = _sum_of_squares if _compiling() else _sum_of_squares_eager
+    if dtype is None and not keepdim:
+        return op(x) if dim is None else op(x, _dims(dim))
+    return _reduce(op, x, dim, keepdim, dtype)
 
 
 def dot(x: Tensor, other: Tensor) -> Tensor:
@@ -69,7 +81,7 @@ def dot(x: Tensor, other: Tensor) -> Tensor:
 
     Integers accumulate in int64 and are returned in the input dtype, as torch does.
     """
-    return _dot(x, other)
+    return (_dot if _compiling() else _dot_eager)(x, other)
 
 
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
@@ -78,7 +90,8 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     Never returns a view, even where torch's ``.contiguous()`` would return ``x`` itself.
     Every dtype torch can copy (bool, 1/2/4/8/16-byte types, fp8, complex).
     """
-    return _transpose(x, dim0, dim1)
+    op = _transpose if _compiling() else _transpose_eager
+    return op(x) if dim0 == -2 and dim1 == -1 else op(x, dim0, dim1)
 
 
 def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
@@ -93,9 +106,10 @@ def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
       * deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
     Not differentiable.
     """
+    op = _histc if _compiling() else _histc_eager
     if dtype is None:
-        return _histc(x, bins, min, max)
-    return _histc(x, bins, min, max, dtype=dtype)
+        return op(x, bins, min, max)
+    return op(x, bins, min, max, dtype=dtype)
 
 
 def bincount(x: Tensor, length: int) -> Tensor:
@@ -114,14 +128,20 @@ def bincount(x: Tensor, length: int) -> Tensor:
         raise ValueError(f"smem_ops.bincount: length must be a positive int, but got {length!r}")
     # One bin per integer: [v - 1/2, v + 1/2) holds v alone, and integer inputs are binned in
     # float64, where (v + 1/2) * length / length is exact.
-    return _histc(x, length, -0.5, length - 0.5, dtype=torch.int64)
+    return (_histc if _compiling() else _histc_eager)(x, length, -0.5, length - 0.5,
+                                                      dtype=torch.int64)
 
 
-def _dims(dim: DimArg) -> list[int] | None:
-    if dim is None:
-        return None
-    if isinstance(dim, int):
-        return [dim]
+def _reduce(op, x: Tensor, dim: DimArg, keepdim: bool, dtype: torch.dtype | None) -> Tensor:
+    """sum / sum_of_squares with keepdim or dtype given."""
+    if dtype is not None:
+        return op(x, _dims(dim), keepdim, dtype=dtype)
+    return op(x, _dims(dim), keepdim)
+
+
+def _dims(dim: DimArg) -> int | list[int] | None:
+    if dim is None or isinstance(dim, int):
+        return dim  # the schema's int[1]? takes a lone int (cheaper to pass than a list)
     return list(dim)
 
 
@@ -137,8 +157,10 @@ def _check_reduce_dtype(dt: torch.dtype, op: str, what: str) -> None:
         raise TypeError(f"smem.{op}: {what} {dt} is not supported")
 
 
-def _reduced_dims(x: Tensor, dim: list[int] | None, op: str) -> list[int]:
+def _reduced_dims(x: Tensor, dim: int | list[int] | None, op: str) -> list[int]:
     ndim = x.dim()
+    if isinstance(dim, int):
+        dim = [dim]
     if not dim:
         return list(range(ndim))
     bound = max(ndim, 1)

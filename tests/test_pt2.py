@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import smem_ops
 
@@ -87,13 +88,46 @@ def test_graph_only_when_needed(device):
     assert torch.equal(w.grad[0], x[1]) and torch.equal(w.grad[1:], torch.zeros_like(w.grad[1:]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_eager_wrappers_reach_the_overloads(device):
+    """In eager mode the wrappers call each OpOverload's C++ handle and leave out arguments equal
+    to the defaults: a dispatch mode still sees every call as the OpOverload, and the results are
+    torch's."""
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x = make_tensor((4, 6), torch.float32, device)
+    ids = torch.randint(0, 5, (30,), device=device)
+    row0, row1 = x[0], x[1]
+    with Record():
+        got = [smem_ops.sum(x), smem_ops.sum(x, 1), smem_ops.sum(x, (0, 1), keepdim=True),
+               smem_ops.sum(x, [0], dtype=torch.float64), smem_ops.sum_of_squares(x, -1),
+               smem_ops.sum_of_squares(x, keepdim=True), smem_ops.dot(row0, row1),
+               smem_ops.transpose(x), smem_ops.transpose(x, 1, 0), smem_ops.histc(x, 5),
+               smem_ops.histc(x, 5, -1, 1, dtype=torch.int64), smem_ops.bincount(ids, 5)]
+    assert seen == [OPS.sum.default] * 4 + [OPS.sum_of_squares.default] * 2 + [
+        OPS.dot.default, OPS.transpose.default, OPS.transpose.default, OPS.histc.default,
+        OPS.histc.default, OPS.histc.default]
+    want = [x.sum(), x.sum(1), x.sum((0, 1), keepdim=True), x.double().sum(0),
+            (x * x).sum(-1), (x * x).sum((0, 1), keepdim=True), torch.dot(x[0], x[1]), x.t(), x.t(),
+            torch.histc(x.cpu(), 5).to(device), torch.histc(x.cpu(), 5, -1, 1).long().to(device),
+            torch.bincount(ids, minlength=5)]
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w)
+
+
 def model(x, y):
     # pointwise ops on both sides of every op
     t = smem_ops.transpose(torch.relu(x) + 1, 0, 1) * 2
     s = smem_ops.sum(t.sin(), 1) + smem_ops.sum_of_squares(t, 1, keepdim=True).squeeze(1)
     d = smem_ops.dot(torch.tanh(s * 0.01), (y - 1).flatten()[: s.numel()])
     h = smem_ops.histc(y.detach() * 3, 16, -4, 4, dtype=torch.float32)
-    return s.cos() * d + h.sum()
+    return s.cos() * d + h.sum() + smem_ops.sum(smem_ops.transpose(x))  # default arguments
 
 
 @pytest.mark.parametrize("device", DEVICES)
