@@ -91,7 +91,9 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     Every dtype torch can copy (bool, 1/2/4/8/16-byte types, fp8, complex).
     """
     op = _transpose if _compiling() else _transpose_eager
-    return op(x) if dim0 == -2 and dim1 == -1 else op(x, dim0, dim1)
+    if type(dim0) is int and type(dim1) is int and dim0 == -2 and dim1 == -1:
+        return op(x)  # the defaults (a float -2.0 still reaches the schema's int check)
+    return op(x, dim0, dim1)
 
 
 def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,

@@ -2,6 +2,7 @@
 // bin edges, padded to 16 bytes, then the kernel's copies of the bins.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
