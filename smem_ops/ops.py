@@ -159,10 +159,8 @@ def _check_reduce_dtype(dt: torch.dtype, op: str, what: str) -> None:
         raise TypeError(f"smem.{op}: {what} {dt} is not supported")
 
 
-def _reduced_dims(x: Tensor, dim: int | list[int] | None, op: str) -> list[int]:
+def _reduced_dims(x: Tensor, dim: list[int] | None, op: str) -> list[int]:
     ndim = x.dim()
-    if isinstance(dim, int):
-        dim = [dim]
     if not dim:
         return list(range(ndim))
     bound = max(ndim, 1)
