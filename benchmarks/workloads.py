@@ -5,7 +5,7 @@
 - histc sweep: torch.histc, fp32, 256 bins, 2^12..2^28 elements.
 - MoE routing counts as Hugging Face transformers (`torch.histc(ids.int(), E, 0, E - 1)`) and
   torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount,
-  beside the copy floor of the ids' bytes; plus a CUDA graph of a router step (top-k, then the
+  beside the copy and read floors of the ids' bytes; plus a CUDA graph of a router step (top-k, then the
   counts) captured and replayed.
 - torch.ao.quantization.HistogramObserver: forward passes over random activations; the
   observer's state at the end must be the same with and without enable().
@@ -28,6 +28,7 @@ import torch
 import smem_ops
 
 from .provenance import RESULTS, SCRATCH, save_json, slug
+from .read_floor import read_floor
 from .timing import device_copy, time_device, time_wall
 
 
@@ -81,10 +82,17 @@ def moe_counts(quick: bool, rows: list) -> None:
                 row("moe", "torch.histc int64+enable", params,
                     partial(torch.histc, ids, experts, 0, experts), rows)
             row("moe", "smem_ops.bincount", params, partial(smem_ops.bincount, ids, experts), rows)
-        # The floor of any kernel that reads the int64 ids once: torch's device copy moving as
-        # many bytes (half read, half written), timed the same way.
-        row("moe", "copy floor (int64 ids' bytes)", {"tokens": tokens, "top_k": top_k},
-            device_copy(tokens * top_k * 8), rows)
+        # Floors: torch's device copy moving as many bytes as the int64 ids (half read, half
+        # written), and the read floor, the fastest kernel found that reads them once (any
+        # count must), both timed the same way.
+        params = {"tokens": tokens, "top_k": top_k}
+        row("moe", "copy floor (int64 ids' bytes)", params, device_copy(tokens * top_k * 8), rows)
+        floor_us, by_shape = read_floor(tokens * top_k * 8)
+        rows.append({"workload": "moe", "impl": "read floor (int64 ids' bytes)", **params,
+                     "device_us": round(floor_us, 2),
+                     "device_us_by_shape": {str(k): round(v, 2) for k, v in by_shape.items()}})
+        print(f"{'moe':12} {'read floor':22} {json.dumps(params):60} device {floor_us:9.2f} us",
+              flush=True)
     # A router step in a CUDA graph: torch.histc syncs nothing with an explicit range, so it
     # captures with and without enable(); bincount captures too.
     logits = torch.randn(65536, 64, device="cuda")

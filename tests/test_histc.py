@@ -171,6 +171,20 @@ def test_int64_counts_exact_past_2_24(device):
     assert f32[1].item() != n  # float32 counts lose the low bits, as torch's do
 
 
+@requires_cuda
+@pytest.mark.parametrize("n", [1_500_001, 5_000_003, 7_000_005])  # 6-28 MB around the L2 half
+@pytest.mark.parametrize("offset", [0, 1, 3])  # unaligned heads: scalar loads before the vectors
+def test_shared_kernel_load_batches_exact(n, offset):
+    """Sizes where a thread of one block per SM takes several batches of loads, the last one
+    partial: every element counted once."""
+    x = make_tensor((n + offset,), torch.float32, "cuda")[offset:]
+    assert torch.equal(smem_ops.histc(x, 256, -4, 4, dtype=torch.int64).cpu(),
+                       reference_counts(x.cpu(), 256, -4.0, 4.0))
+    ids = torch.randint(0, 64, (n // 2 + offset,), device="cuda")[offset:]
+    assert torch.equal(smem_ops.histc(ids, 64, 0, 64),
+                       torch.bincount(ids, minlength=64))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_deterministic_mode(device):
     x = make_tensor((100_000,), torch.float32, device)

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
+from benchmarks.read_floor import read_floor
 from benchmarks.timing import (
     copy_ceiling_gbs,
     device_copy,
@@ -78,13 +79,14 @@ def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
     return (lambda: ops.histc(x, bins, lo, hi, dtype=torch.int64)), ref, x.numel() * x.element_size()
 
 
-def _moe(tokens, top_k, experts, dtype=torch.int64):
+def _moe(tokens, top_k, experts, dtype=torch.int64, histc=None):
     """MoE expert counts: torchtitan's histc(ids, E, 0, E) on int64 ids, transformers'
-    histc(ids.int(), E, 0, E - 1) on int32."""
+    histc(ids.int(), E, 0, E - 1) on int32; `histc`: torch.histc for torch's own kernel."""
+    histc = histc or ops.histc
     ids = torch.randint(0, experts, (tokens, top_k), device=dev, dtype=dtype)
     hi = experts if dtype == torch.int64 else experts - 1
     ref = torch.bincount(ids.flatten().long(), minlength=experts).double()
-    return (lambda: ops.histc(ids, experts, 0, hi)), ref, ids.numel() * ids.element_size()
+    return (lambda: histc(ids, experts, 0, hi)), ref, ids.numel() * ids.element_size()
 
 
 def _transpose(shape, dtype=torch.float32):
@@ -138,6 +140,10 @@ CASES = {
     "moe32_128": lambda: _moe(65536, 8, 128, torch.int32),
     "moe32_256": lambda: _moe(65536, 8, 256, torch.int32),
     "moe_256k_64": lambda: _moe(262144, 8, 64),
+    "torch_moe_64": lambda: _moe(65536, 8, 64, histc=torch.histc),
+    "torch_moe_128": lambda: _moe(65536, 8, 128, histc=torch.histc),
+    "torch_moe_256": lambda: _moe(65536, 8, 256, histc=torch.histc),
+    "torch_moe32_64": lambda: _moe(65536, 8, 64, torch.int32, histc=torch.histc),
     "hist_256": lambda: _hist(1 << 28, 256),
     "hist_16m": lambda: _hist(1 << 24, 256),
     "hist_bf16": lambda: _hist(1 << 28, 256, torch.bfloat16),
@@ -190,7 +196,7 @@ def check(out, ref):
     if ref is None:
         return
     if isinstance(ref, torch.Tensor):
-        if out.dtype == torch.int64:  # histogram counts: exact
+        if out.dtype != ref.dtype:  # histogram counts (any dtype) against float64: exact
             assert torch.equal(out.double(), ref), "counts differ"
         else:  # transpose, copy: exact
             assert torch.equal(out, ref), "output differs"
@@ -224,6 +230,12 @@ def main(argv=None):
     ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
                else copy_ceiling_gbs(dev))
     for name in names:
+        if name.startswith("read:"):  # read:<bytes>: the read floor of that many bytes
+            floor, by_shape = read_floor(int(name[5:]))
+            shapes = "  ".join(f"{w}x{t}/{k}w {us:.2f}" for (w, t, k), us in by_shape.items())
+            print(f"{args.tag:>16} {name:<16} device {floor:9.2f} us (read floor)   {shapes}",
+                  flush=True)
+            continue
         fn, ref, nbytes = CASES[name]()
         out = fn()
         try:

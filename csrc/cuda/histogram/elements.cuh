@@ -10,10 +10,10 @@ namespace smem::cuda::histogram {
 
 // Calls f(x[i]) for the i in [0, n) that belong to thread t of nthreads. With kVector, the
 // aligned body moves in 16-byte vectors, and where f takes a whole vector it gets them
-// whole: two loads in flight per thread, then their work; or (kPipelined, for callers with
-// much work per element) the next vector's load in flight while f works on this one, so a
-// thread is never without a load in flight.
-template <bool kVector, bool kPipelined = false, typename T, typename F>
+// whole: kInFlight loads in flight per thread, then their work; or (kPipelined, for callers
+// with much work per element) the next vector's load in flight while f works on this one, so
+// a thread is never without a load in flight.
+template <bool kVector, bool kPipelined = false, int kInFlight = 2, typename T, typename F>
 __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_t nthreads,
                                         bool streaming, F&& f) {
   if constexpr (!kVector) {
@@ -45,12 +45,8 @@ __device__ inline void for_each_element(const T* x, int64_t n, int64_t t, int64_
         each(a);
       }
     } else {
-      for (; i + nthreads < nvec; i += 2 * nthreads) {
-        const VecT a = load_once(&xv[i], streaming), b = load_once(&xv[i + nthreads], streaming);
-        each(a);
-        each(b);
-      }
-      for (; i < nvec; i += nthreads) each(load_once(&xv[i], streaming));
+      for_each_batched<kInFlight>(
+          i, nvec, nthreads, [&](int64_t k) { return load_once(&xv[k], streaming); }, each);
     }
     for (int64_t j = head + nvec * V + t; j < n; j += nthreads) f(x[j]);
   }

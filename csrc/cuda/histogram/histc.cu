@@ -103,11 +103,15 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
   TORCH_INTERNAL_ASSERT(shape.where == Where::kGlobal || bins < kMaxBinMapBins);
   const int small_bins = static_cast<int>(std::min<int64_t>(bins, INT_MAX));  // shared memory
   switch (shape.where) {
-    case Where::kShared:
-      launch_resident<kHistThreads>(histogram_shared_kernel<T, M, kVector>, n, kPerThread,
-                                    shape.smem_bytes, shape.most_per_sm, 0, stream, data, n,
-                                    streaming, small_bins, shape.subs, range, out);
+    case Where::kShared: {
+      auto* kernel = histogram_shared_kernel<T, M, kVector, 2>;
+      if constexpr (kVector)  // element by element, a thread's loads are independent anyway
+        if (shape.loads_in_flight == kSmallLoadsInFlight)
+          kernel = histogram_shared_kernel<T, M, kVector, kSmallLoadsInFlight>;
+      launch_resident<kHistThreads>(kernel, n, kPerThread, shape.smem_bytes, shape.most_per_sm, 0,
+                                    stream, data, n, streaming, small_bins, shape.subs, range, out);
       break;
+    }
     case Where::kLut16:  // choose_shape takes it for 2-byte input only
       if constexpr (sizeof(T) == 2)
         launch_resident<kPackedThreads>(histogram_lut16_kernel<T, M>, n, kPerThread,

@@ -24,9 +24,9 @@ namespace smem::cuda {
 namespace {
 using namespace histogram;
 
-// Private histograms per block (WarpCopies) in dynamic shared memory. The host keeps each
-// block's element count below 2^32.
-template <typename T, typename M, bool kVector>
+// Private histograms per block (WarpCopies) in dynamic shared memory, kInFlight vector loads
+// in flight per thread. The host keeps each block's element count below 2^32.
+template <typename T, typename M, bool kVector, int kInFlight>
 __global__ void __launch_bounds__(kHistThreads)
 histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int subs, Range<M> range,
                         Counts counts) {
@@ -36,11 +36,12 @@ histogram_shared_kernel(const T* x, int64_t n, bool streaming, int bins, int sub
   const BinMap<M> bin_of(range, bins);
   __syncthreads();
   const WarpCopies::Slot mine = copies.mine();
-  for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
-                            int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                              const int bin = bin_of(v);
-                              if (bin >= 0) mine.add(bin);
-                            });
+  for_each_element<kVector, false, kInFlight>(
+      x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x, int64_t(gridDim.x) * kHistThreads,
+      streaming, [&](T v) {
+        const int bin = bin_of(v);
+        if (bin >= 0) mine.add(bin);
+      });
   __syncthreads();
   copies.flush(counts);
 }

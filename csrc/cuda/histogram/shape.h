@@ -35,6 +35,7 @@ struct HistogramShape {
   int subs = 1;               // kShared, kLut16: private copies per block
   bool per_lane = false;      // kLut16: WarpCopies' per-lane layout
   int most_per_sm = INT_MAX;  // kShared: resident blocks per SM at most
+  int loads_in_flight = 2;    // kShared: vector loads in flight per thread
   int counter_bits = 32;      // kPacked: 16 or kNarrowBits
   int log2_split = 0;         // kPacked: blocks per group, as a power of two
   int log2_cluster = 0;       // kCluster: blocks per cluster, as a power of two
@@ -121,6 +122,11 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
       s.most_per_sm = bytes <= l2 / kOneBlockL2Fraction  ? kSharedBlocksPerSmSmall
                       : bytes <= kStreamOnceL2Sizes * l2 ? kSharedBlocksPerSmMid
                                                          : kSharedBlocksPerSmLarge;
+      // One block per SM leaves registers to spare: more loads in flight, where a thread has
+      // more than one batch of them to take.
+      if (s.most_per_sm == kSharedBlocksPerSmSmall &&
+          bytes > dev.sm_count * int64_t(kHistThreads) * kSmallLoadsInFlight * kVectorBytes)
+        s.loads_in_flight = kSmallLoadsInFlight;
     }
     return s;
   }
