@@ -140,6 +140,8 @@ CASES = {
     "moe32_128": lambda: _moe(65536, 8, 128, torch.int32),
     "moe32_256": lambda: _moe(65536, 8, 256, torch.int32),
     "moe_256k_64": lambda: _moe(262144, 8, 64),
+    "moe_one_expert": lambda: _moe(65536, 8, 1, histc=lambda i, e, lo, hi: ops.histc(i, 64, 0, 64)[:1]),
+    "hist_4m_one_bin": lambda: _hist(1 << 22, 256, data="one_bin"),
     "torch_moe_64": lambda: _moe(65536, 8, 64, histc=torch.histc),
     "torch_moe_128": lambda: _moe(65536, 8, 128, histc=torch.histc),
     "torch_moe_256": lambda: _moe(65536, 8, 256, histc=torch.histc),

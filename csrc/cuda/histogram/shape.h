@@ -122,11 +122,14 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
       s.most_per_sm = bytes <= l2 / kOneBlockL2Fraction  ? kSharedBlocksPerSmSmall
                       : bytes <= kStreamOnceL2Sizes * l2 ? kSharedBlocksPerSmMid
                                                          : kSharedBlocksPerSmLarge;
-      // One block per SM leaves registers to spare: more loads in flight, where a thread has
-      // more than one batch of them to take.
-      if (s.most_per_sm == kSharedBlocksPerSmSmall &&
-          bytes > dev.sm_count * int64_t(kHistThreads) * kSmallLoadsInFlight * kVectorBytes)
-        s.loads_in_flight = kSmallLoadsInFlight;
+      if (s.most_per_sm == kSharedBlocksPerSmSmall) {
+        // A block counts few elements per bin: fewer copies to zero and sum.
+        s.subs = std::min(s.subs, kSmallInputCopies);
+        s.smem_bytes = s.subs * copy_bytes;
+        // Registers to spare: more loads in flight, where a thread has more than one batch.
+        if (bytes > dev.sm_count * int64_t(kHistThreads) * kSmallLoadsInFlight * kVectorBytes)
+          s.loads_in_flight = kSmallLoadsInFlight;
+      }
     }
     return s;
   }
