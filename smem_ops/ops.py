@@ -13,14 +13,20 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from . import _C
+
 _ops = torch.ops.smem
 # The wrappers call each op's OpOverload, positionally and without the arguments that equal the
 # schema's defaults: resolving the overload packet, and parsing each argument against the
 # schema, cost more host time than the tiny-input kernels themselves. Outside torch.compile
 # they call the overload's C++ handle (`_op`), which is all OpOverload.__call__ does (the same
 # dispatch, Python modes and subclasses included) less one Python frame; Dynamo traces only the
-# OpOverload itself.
+# OpOverload itself. The commonest calls (sum and sum_of_squares over every dim or one int dim,
+# dot) on plain tensors with no torch function mode active go through _C instead: the C++ API's
+# typed dispatcher calls, without the schema parsing (csrc/python/module.cpp).
 _compiling = torch.compiler.is_compiling
+_tf_mode = torch._C._is_torch_function_mode_enabled
+_PLAIN = frozenset((Tensor, torch.nn.Parameter))  # no __torch_function__ of their own
 _sum = _ops.sum.default
 _sum_of_squares = _ops.sum_of_squares.default
 _dot = _ops.dot.default
@@ -57,7 +63,15 @@ def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
     fp16/bf16 accumulate in fp32, fp64 in fp64, integers in int64. Deterministic:
     bitwise-identical results run to run, no floating-point atomics.
     """
-    op = _sum if _compiling() else _sum_eager
+    if _compiling():
+        op = _sum
+    else:
+        if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
+            if dim is None:
+                return _C._reduce_all(x, False)
+            if type(dim) is int:
+                return _C._reduce_dim(x, dim, False)
+        op = _sum_eager
     if dtype is None and not keepdim:  # the common call, without _reduce's frame
         return op(x) if dim is None else op(x, _dims(dim))
     return _reduce(op, x, dim, keepdim, dtype)
@@ -70,7 +84,15 @@ def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
     Differs from torch on purpose: each square is computed in the accumulate type, so fp16/bf16
     squares don't round and integer squares don't wrap around in the input dtype.
     """
-    op = _sum_of_squares if _compiling() else _sum_of_squares_eager
+    if _compiling():
+        op = _sum_of_squares
+    else:
+        if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
+            if dim is None:
+                return _C._reduce_all(x, True)
+            if type(dim) is int:
+                return _C._reduce_dim(x, dim, True)
+        op = _sum_of_squares_eager
     if dtype is None and not keepdim:
         return op(x) if dim is None else op(x, _dims(dim))
     return _reduce(op, x, dim, keepdim, dtype)
@@ -81,7 +103,11 @@ def dot(x: Tensor, other: Tensor) -> Tensor:
 
     Integers accumulate in int64 and are returned in the input dtype, as torch does.
     """
-    return (_dot if _compiling() else _dot_eager)(x, other)
+    if _compiling():
+        return _dot(x, other)
+    if type(x) in _PLAIN and type(other) in _PLAIN and not _tf_mode():
+        return _C._dot(x, other)
+    return _dot_eager(x, other)
 
 
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:

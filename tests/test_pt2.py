@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import smem_ops
@@ -119,6 +120,70 @@ def test_eager_wrappers_reach_the_overloads(device):
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fast_calls_match_the_overloads(device):
+    """sum / sum_of_squares over every dim or one int dim, and dot, go through smem_ops._C's typed
+    calls for plain tensors (Parameters too): the same results, dtypes, gradients and errors as
+    the OpOverloads."""
+    x = make_tensor((5, 7), torch.float32, device)
+    inputs = (x, torch.nn.Parameter(x.clone()), x.t(), x[:, ::2], x.to(torch.int32),
+              x.to(torch.bfloat16), x.to(torch.bool), make_tensor((), torch.float64, device))
+    for t in inputs:
+        for dim in ((None,) if t.dim() == 0 else (None, 0, -1)):
+            for f, op in ((smem_ops.sum, OPS.sum.default),
+                          (smem_ops.sum_of_squares, OPS.sum_of_squares.default)):
+                got = f(t) if dim is None else f(t, dim)
+                want = op(t) if dim is None else op(t, [dim])
+                assert got.dtype == want.dtype and torch.equal(got, want)
+    a = make_tensor((33,), torch.float64, device).requires_grad_()
+    b = make_tensor((33,), torch.float64, device)
+    assert torch.equal(smem_ops.dot(a, b), OPS.dot.default(a, b))
+    assert torch.equal(smem_ops.dot(x[0].int(), x[1].int()), OPS.dot.default(x[0].int(), x[1].int()))
+    (smem_ops.sum_of_squares(a) + smem_ops.dot(a, b) + smem_ops.sum(a, 0)).backward()
+    torch.testing.assert_close(a.grad, 2 * a.detach() + b + 1)
+    with pytest.raises(IndexError, match="smem.sum: dim 1180591620717411303424 is out of range"):
+        smem_ops.sum(x, 2**70)
+    with pytest.raises(IndexError, match="smem.sum_of_squares: dim -3 is out of range"):
+        smem_ops.sum_of_squares(x, -3)
+    with pytest.raises(ValueError, match="smem.dot: 1D tensors expected"):
+        smem_ops.dot(x, x)
+
+
+def test_fast_calls_leave_torch_function_to_the_overloads():
+    """A torch function mode, or a tensor subclass with its own __torch_function__, sees every
+    wrapper call as the OpOverload: the fast calls are taken only where neither exists."""
+    seen = []
+
+    def record(func):
+        if isinstance(func, torch._ops.OpOverload) and func.namespace == "smem":
+            seen.append(func)
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            record(func)
+            return func(*args, **(kwargs or {}))
+
+    class Logged(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            record(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    x = torch.randn(4, 6)
+    calls = (lambda t: smem_ops.sum(t), lambda t: smem_ops.sum(t, 1),
+             lambda t: smem_ops.sum_of_squares(t), lambda t: smem_ops.dot(t[0], t[1]))
+    want = [OPS.sum.default, OPS.sum.default, OPS.sum_of_squares.default, OPS.dot.default]
+    with Mode():
+        for call in calls:
+            call(x)
+    assert seen == want
+    seen.clear()
+    logged = x.as_subclass(Logged)
+    for call in calls:
+        call(logged)
+    assert seen == want
 
 
 def model(x, y):
