@@ -28,7 +28,7 @@ at::Tensor reduce_dim(const at::Tensor& x, const py::int_& dim, bool squares) {
   int overflow = 0;
   const int64_t d = PyLong_AsLongLongAndOverflow(dim.ptr(), &overflow);
   TORCH_CHECK_INDEX(overflow == 0, squares ? "smem.sum_of_squares" : "smem.sum", ": dim ",
-                    std::string(py::str(dim)), " is out of range for a tensor of dimension ",
+                    std::string(py::repr(dim)), " is out of range for a tensor of dimension ",
                     x.dim());
   const py::gil_scoped_release no_gil;
   const at::IntArrayRef dims(&d, 1);
