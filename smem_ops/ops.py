@@ -8,12 +8,11 @@ here give torch.compile / torch.export the output metadata and raise the same er
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
-
-from . import _C
 
 _ops = torch.ops.smem
 # The wrappers call each op's OpOverload, positionally and without the arguments that equal the
@@ -21,12 +20,18 @@ _ops = torch.ops.smem
 # schema, cost more host time than the tiny-input kernels themselves. Outside torch.compile
 # they call the overload's C++ handle (`_op`), which is all OpOverload.__call__ does (the same
 # dispatch, Python modes and subclasses included) less one Python frame; Dynamo traces only the
-# OpOverload itself. The commonest calls (sum and sum_of_squares over every dim or one int dim,
-# dot) on plain tensors with no torch function mode active go through _C instead: the C++ API's
-# typed dispatcher calls, without the schema parsing (csrc/python/module.cpp).
+# OpOverload itself. The commonest calls (sum and sum_of_squares over every dim or one int64
+# dim, dot) on plain tensors with no torch function mode active go through _C instead: the C++
+# API's typed dispatcher calls, without the schema parsing (csrc/python/module.cpp).
+# _C is the extension the package has loaded (smem_ops/__init__.py, before this module);
+# examples/cpp/export_model.py loads this file beside the plain C++ library, without it, and
+# then every call takes the OpOverload.
+_C = sys.modules.get(f"{__package__}._C")
 _compiling = torch.compiler.is_compiling
 _tf_mode = torch._C._is_torch_function_mode_enabled
-_PLAIN = frozenset((Tensor, torch.nn.Parameter))  # no __torch_function__ of their own
+# The types that take the typed calls: no __torch_function__ of their own.
+_PLAIN = frozenset((Tensor, torch.nn.Parameter) if _C is not None else ())
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1  # a dim past them: the schema's error
 _sum = _ops.sum.default
 _sum_of_squares = _ops.sum_of_squares.default
 _dot = _ops.dot.default
@@ -69,7 +74,7 @@ def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
         if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
             if dim is None:
                 return _C._reduce_all(x, False)
-            if type(dim) is int:
+            if type(dim) is int and _INT64_MIN <= dim <= _INT64_MAX:
                 return _C._reduce_dim(x, dim, False)
         op = _sum_eager
     if dtype is None and not keepdim:  # the common call, without _reduce's frame
@@ -90,7 +95,7 @@ def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
         if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
             if dim is None:
                 return _C._reduce_all(x, True)
-            if type(dim) is int:
+            if type(dim) is int and _INT64_MIN <= dim <= _INT64_MAX:
                 return _C._reduce_dim(x, dim, True)
         op = _sum_of_squares_eager
     if dtype is None and not keepdim:

@@ -143,8 +143,13 @@ def test_fast_calls_match_the_overloads(device):
     assert torch.equal(smem_ops.dot(x[0].int(), x[1].int()), OPS.dot.default(x[0].int(), x[1].int()))
     (smem_ops.sum_of_squares(a) + smem_ops.dot(a, b) + smem_ops.sum(a, 0)).backward()
     torch.testing.assert_close(a.grad, 2 * a.detach() + b + 1)
-    with pytest.raises(IndexError, match="smem.sum: dim 1180591620717411303424 is out of range"):
-        smem_ops.sum(x, 2**70)
+    for dim in (2**63, -(2**63) - 1):  # past int64: the schema parser's error, on every path
+        with pytest.raises(RuntimeError) as fast:
+            smem_ops.sum(x, dim)
+        with pytest.raises(RuntimeError) as overload:
+            OPS.sum.default(x, dim)
+        assert str(fast.value) == str(overload.value)
+    assert torch.equal(smem_ops.sum(x, -2), OPS.sum.default(x, [-2]))
     with pytest.raises(IndexError, match="smem.sum_of_squares: dim -3 is out of range"):
         smem_ops.sum_of_squares(x, -3)
     with pytest.raises(ValueError, match="smem.dot: 1D tensors expected"):

@@ -22,16 +22,8 @@ namespace py = pybind11;
 at::Tensor reduce_all(const at::Tensor& x, bool squares) {
   return squares ? smem_ops::sum_of_squares(x) : smem_ops::sum(x);
 }
-// dim: any Python int; one past int64 is out of range like any other (the schema's parser
-// would say only that it expected an int list).
-at::Tensor reduce_dim(const at::Tensor& x, const py::int_& dim, bool squares) {
-  int overflow = 0;
-  const int64_t d = PyLong_AsLongLongAndOverflow(dim.ptr(), &overflow);
-  TORCH_CHECK_INDEX(overflow == 0, squares ? "smem.sum_of_squares" : "smem.sum", ": dim ",
-                    std::string(py::repr(dim)), " is out of range for a tensor of dimension ",
-                    x.dim());
-  const py::gil_scoped_release no_gil;
-  const at::IntArrayRef dims(&d, 1);
+at::Tensor reduce_dim(const at::Tensor& x, int64_t dim, bool squares) {
+  const at::IntArrayRef dims(&dim, 1);
   return squares ? smem_ops::sum_of_squares(x, dims) : smem_ops::sum(x, dims);
 }
 
@@ -49,7 +41,7 @@ PYBIND11_MODULE(_C, m) {
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
   m.def("_reduce_all", &reduce_all, no_gil,
         "smem.sum (squares=False) or smem.sum_of_squares of x over every dim");
-  m.def("_reduce_dim", &reduce_dim,
+  m.def("_reduce_dim", &reduce_dim, no_gil,
         "smem.sum (squares=False) or smem.sum_of_squares of x over one dim");
   m.def("_dot", &smem_ops::dot, no_gil, "smem.dot(x, other)");
 }
