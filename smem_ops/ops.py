@@ -32,13 +32,9 @@ _tf_mode = torch._C._is_torch_function_mode_enabled
 # The types that take the typed calls: no __torch_function__ of their own.
 _PLAIN = frozenset((Tensor, torch.nn.Parameter) if _C is not None else ())
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1  # a dim past them: the schema's error
-_sum = _ops.sum.default
-_sum_of_squares = _ops.sum_of_squares.default
 _dot = _ops.dot.default
 _transpose = _ops.transpose.default
 _histc = _ops.histc.default
-_sum_eager = _sum._op
-_sum_of_squares_eager = _sum_of_squares._op
 _dot_eager = _dot._op
 _transpose_eager = _transpose._op
 _histc_eager = _histc._op
@@ -60,47 +56,45 @@ DimArg = int | Sequence[int] | None
 
 # ----------------------------------------------------------------------------- wrappers
 
-def sum(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
-        dtype: torch.dtype | None = None) -> Tensor:
-    """Sum of ``x`` over ``dim`` (all dims when None), like :func:`torch.sum`.
+def _reduction(overload, squares: bool, name: str, doc: str):
+    """The wrapper of sum (squares=False) or sum_of_squares: one body, built once per op, so that
+    a call pays no extra Python frame."""
+    eager = overload._op
+
+    def reduction(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
+                  dtype: torch.dtype | None = None) -> Tensor:
+        if _compiling():
+            op = overload
+        else:
+            if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
+                if dim is None:
+                    return _C._reduce_all(x, squares)
+                if type(dim) is int and _INT64_MIN <= dim <= _INT64_MAX:
+                    return _C._reduce_dim(x, dim, squares)
+            op = eager
+        if dtype is None and not keepdim:  # the common call, without _reduce's frame
+            return op(x) if dim is None else op(x, _dims(dim))
+        return _reduce(op, x, dim, keepdim, dtype)
+
+    reduction.__name__ = reduction.__qualname__ = name
+    reduction.__doc__ = doc
+    return reduction
+
+
+sum = _reduction(_ops.sum.default, False, "sum", """\
+Sum of ``x`` over ``dim`` (all dims when None), like :func:`torch.sum`.
 
     Same dtype promotion (bool and integers sum to int64 unless ``dtype`` says otherwise);
     fp16/bf16 accumulate in fp32, fp64 in fp64, integers in int64. Deterministic:
     bitwise-identical results run to run, no floating-point atomics.
-    """
-    if _compiling():
-        op = _sum
-    else:
-        if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
-            if dim is None:
-                return _C._reduce_all(x, False)
-            if type(dim) is int and _INT64_MIN <= dim <= _INT64_MAX:
-                return _C._reduce_dim(x, dim, False)
-        op = _sum_eager
-    if dtype is None and not keepdim:  # the common call, without _reduce's frame
-        return op(x) if dim is None else op(x, _dims(dim))
-    return _reduce(op, x, dim, keepdim, dtype)
+    """)
 
-
-def sum_of_squares(x: Tensor, dim: DimArg = None, keepdim: bool = False, *,
-                   dtype: torch.dtype | None = None) -> Tensor:
-    """``torch.sum(x * x, dim, keepdim, dtype=dtype)`` in one pass over ``x``.
+sum_of_squares = _reduction(_ops.sum_of_squares.default, True, "sum_of_squares", """\
+``torch.sum(x * x, dim, keepdim, dtype=dtype)`` in one pass over ``x``.
 
     Differs from torch on purpose: each square is computed in the accumulate type, so fp16/bf16
     squares don't round and integer squares don't wrap around in the input dtype.
-    """
-    if _compiling():
-        op = _sum_of_squares
-    else:
-        if dtype is None and not keepdim and type(x) in _PLAIN and not _tf_mode():
-            if dim is None:
-                return _C._reduce_all(x, True)
-            if type(dim) is int and _INT64_MIN <= dim <= _INT64_MAX:
-                return _C._reduce_dim(x, dim, True)
-        op = _sum_of_squares_eager
-    if dtype is None and not keepdim:
-        return op(x) if dim is None else op(x, _dims(dim))
-    return _reduce(op, x, dim, keepdim, dtype)
+    """)
 
 
 def dot(x: Tensor, other: Tensor) -> Tensor:
