@@ -34,6 +34,15 @@ C10_HOST_DEVICE inline I edge_upper_bound(const T* edges, I first, I len, T v) {
   return first;
 }
 
+// edge_upper_bound over a window of 2 or 3 edges (torch's local search) without the loop and
+// its branches: the same probes (first + 1, then first + 2 right of it in a window of 3, or
+// first left of it), so the same index.
+template <typename T, typename I>
+C10_HOST_DEVICE inline I window_upper_bound(const T* edges, I first, I len, T v) {
+  const T lo = edges[first], mid = edges[first + 1], hi = edges[first + len - 1];
+  return !(v < mid) ? first + 2 + I(len == 3 && !(v < hi)) : first + I(!(v < lo));
+}
+
 // The bin of v among E >= 2 edges, or -1 where torch.histogram drops v (outside
 // [edges[0], edges[E-1]], or NaN). torch's CPU rules
 // (aten/src/ATen/native/cpu/HistogramKernel.cpp):
@@ -48,17 +57,18 @@ C10_HOST_DEVICE inline I edge_upper_bound(const T* edges, I first, I len, T v) {
 template <typename T, typename I>
 C10_HOST_DEVICE inline I edge_bin(T v, const T* edges, I E, T left, T right, bool uniform) {
   if (!(v >= left && v <= right)) return -1;
-  I first = 0, len = E;
+  I upper;
   if (uniform) {
     const T p = (v - left) * static_cast<T>(E - 1) / (right - left);
-    if (p >= T(0) && p < static_cast<T>(E)) {
+    if (p >= T(0) && p < static_cast<T>(E)) {  // a window of 2 or 3 edges around pos
       const I pos = static_cast<I>(p);
-      first = pos > 0 ? pos - 1 : 0;
-      len = (pos + 2 < E ? pos + 2 : E) - first;
+      const I first = pos > 0 ? pos - 1 : 0;
+      upper = window_upper_bound(edges, first, (pos + 2 < E ? pos + 2 : E) - first, v);
+      return upper == E ? E - 2 : upper - 1;
     }
   }
-  const I pos = edge_upper_bound(edges, first, len, v) - 1;
-  return pos == E - 1 ? pos - 1 : pos;
+  upper = edge_upper_bound(edges, I(0), E, v);
+  return upper == E ? E - 2 : upper - 1;
 }
 
 inline void check_histogram_count(const at::Tensor& self, const at::Tensor& bin_edges,

@@ -67,8 +67,9 @@ def test_tensor_edges_match_torch_histogram(device, dtype, edges_name, n):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("bins,lo,hi", [(1, -1, 1), (256, -3, 3), (100, 0.1, 0.7), (4096, -1e4, 3e4),
-                                        (7, 5.0, 5.0)])
+# (256, 1e7, 1e7 + 3): float32 edges of 4 distinct values, so torch's hint lands far from the bin
+@pytest.mark.parametrize("bins,lo,hi", [(1, -1, 1), (2, -1, 1), (256, -3, 3), (100, 0.1, 0.7), (4096, -1e4, 3e4),
+                                        (7, 5.0, 5.0), (256, 1e7, 1e7 + 3)])
 @pytest.mark.parametrize("n", [1, 999, 300_001])
 def test_int_bins_match_torch_histogram(device, dtype, bins, lo, hi, n):
     # The int-bins overload: edges from torch's linspace, bins by interpolation + local search.
@@ -83,7 +84,8 @@ def test_int_bins_match_torch_histogram(device, dtype, bins, lo, hi, n):
     got = count(x.to(device), edges.to(device), uniform=True)
     assert torch.equal(got.cpu(), expected.hist.long())
     sums = count(x.to(device), edges.to(device), w.to(device), uniform=True)
-    torch.testing.assert_close(sums.cpu(), weighted_reference(x, edges, w), rtol=1e-9, atol=1e-9)
+    if bool((edges.diff() > 0).all()):  # else torch's local search and a global one disagree
+        torch.testing.assert_close(sums.cpu(), weighted_reference(x, edges, w), rtol=1e-9, atol=1e-9)
     # torch's own weighted sums, in the input dtype
     torch.testing.assert_close(sums.cpu().to(dtype), torch.histogram(x, bins, range=(lo, hi), weight=w).hist,
                                rtol=1e-4, atol=1e-4)

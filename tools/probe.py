@@ -79,6 +79,32 @@ def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
     return (lambda: ops.histc(x, bins, lo, hi, dtype=torch.int64)), ref, x.numel() * x.element_size()
 
 
+class CloseRef:
+    """Weighted bin sums in float64 against an exact-order reference: within rtol."""
+
+    def __init__(self, value, rtol=1e-9):
+        self.value, self.rtol = value, rtol
+
+
+def _edges(n, bins, dtype=torch.float32, weights=True, uniform=True):
+    """smem._histogram_count (torch.histogram on CUDA): randn over [-4, 4] with int bins
+    (linspace edges, torch's local search) or sorted random tensor edges, weights in [0, 1)."""
+    x = _randn(n, dtype)
+    edges = (torch.linspace(-4, 4, bins + 1, device=dev, dtype=dtype) if uniform
+             else torch.sort(torch.randn(bins + 1, device=dev, dtype=dtype) * 2).values)
+    w = torch.rand(n, device=dev, dtype=dtype) if weights else None
+    b = torch.searchsorted(edges, x, right=True) - 1
+    b = torch.where(x == edges[-1], bins - 1, b)
+    keep = (x >= edges[0]) & (x <= edges[-1])
+    if weights:
+        ref = CloseRef(torch.zeros(bins, dtype=torch.float64, device=dev).index_add_(
+            0, b[keep], w[keep].double()))
+    else:
+        ref = torch.bincount(b[keep], minlength=bins).double()
+    nbytes = x.numel() * x.element_size() * (2 if weights else 1)
+    return (lambda: ops._histogram_count(x, edges, w, uniform)), ref, nbytes
+
+
 def _moe(tokens, top_k, experts, dtype=torch.int64, histc=None):
     """MoE expert counts: torchtitan's histc(ids, E, 0, E) on int64 ids, transformers'
     histc(ids.int(), E, 0, E - 1) on int32; `histc`: torch.histc for torch's own kernel."""
@@ -146,6 +172,15 @@ CASES = {
     "torch_moe_128": lambda: _moe(65536, 8, 128, histc=torch.histc),
     "torch_moe_256": lambda: _moe(65536, 8, 256, histc=torch.histc),
     "torch_moe32_64": lambda: _moe(65536, 8, 64, torch.int32, histc=torch.histc),
+    "histw_64m": lambda: _edges(1 << 26, 256),
+    "histw_64m_64": lambda: _edges(1 << 26, 64),
+    "histw_64m_512": lambda: _edges(1 << 26, 512),
+    "histw_64m_edges": lambda: _edges(1 << 26, 256, uniform=False),
+    "histw_8m": lambda: _edges(1 << 23, 256),
+    "histw_1m": lambda: _edges(1 << 20, 256),
+    "histw_32m_fp64": lambda: _edges(1 << 25, 256, torch.float64),
+    "histn_64m": lambda: _edges(1 << 26, 256, weights=False),
+    "histn_64m_edges": lambda: _edges(1 << 26, 256, weights=False, uniform=False),
     "hist_256": lambda: _hist(1 << 28, 256),
     "hist_16m": lambda: _hist(1 << 24, 256),
     "hist_bf16": lambda: _hist(1 << 28, 256, torch.bfloat16),
@@ -196,6 +231,9 @@ def time_settled(fn, cycles):
 
 def check(out, ref):
     if ref is None:
+        return
+    if isinstance(ref, CloseRef):
+        torch.testing.assert_close(out, ref.value, rtol=ref.rtol, atol=ref.rtol)
         return
     if isinstance(ref, torch.Tensor):
         if out.dtype != ref.dtype:  # histogram counts (any dtype) against float64: exact

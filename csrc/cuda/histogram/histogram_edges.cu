@@ -79,12 +79,13 @@ __device__ inline void add_weights_of_warp(double* copy, const T* slot, int bin,
 // One block's share: edges into shared memory, the grid-strided input binned into the
 // block's copies, then the copies flushed (counts: atomics; weighted: the block's partials row).
 // Loops are warp-uniform (a warp's lanes take vectors i0 + lane), so every lane reaches the
-// warp collectives; lanes past the end carry bin -1.
-template <typename T, bool kWeighted>
+// warp collectives; lanes past the end carry bin -1. kUniform (int bins: torch's local search)
+// is a template argument so that tensor edges' binary search is compiled without it.
+template <typename T, bool kWeighted, bool kUniform>
 __global__ void __launch_bounds__(kCountThreads)
 count_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
-                        EdgeSmem<T, kWeighted> layout, bool uniform, bool streaming,
-                        unsigned long long* counts, double* partials) {
+                        EdgeSmem<T, kWeighted> layout, bool streaming, unsigned long long* counts,
+                        double* partials) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int V = vec_width<T>();
   constexpr int kSlots = EdgeSmem<T, kWeighted>::kSlots;
@@ -105,13 +106,13 @@ count_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
       __syncwarp();
 #pragma unroll
       for (int k = 0; k < kSlots; ++k) {
-        const int bin = k < count ? edge_bin<T, int>(v[k], edges, E, left, right, uniform) : -1;
+        const int bin = k < count ? edge_bin<T, int>(v[k], edges, E, left, right, kUniform) : -1;
         add_weights_of_warp(mine, slots + k * kWarpSize, bin, lane);
       }
     } else {
 #pragma unroll
       for (int k = 0; k < kSlots; ++k) {
-        const int bin = k < count ? edge_bin<T, int>(v[k], edges, E, left, right, uniform) : -1;
+        const int bin = k < count ? edge_bin<T, int>(v[k], edges, E, left, right, kUniform) : -1;
         if (bin >= 0) atomicAdd(&mine[bin], 1u);
       }
     }
@@ -276,7 +277,8 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  auto* kernel = count_over_edges_kernel<T, kWeighted>;
+  auto* kernel = uniform ? count_over_edges_kernel<T, kWeighted, true>
+                         : count_over_edges_kernel<T, kWeighted, false>;
   const int threads = layout.warps * kWarpSize;
   allow_dynamic_smem(kernel, layout.bytes());
   // Counts: 32-bit shared counters, so each block's share stays below 2^32 elements.
@@ -286,14 +288,14 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
   if constexpr (kWeighted) {
     at::Tensor partials = at::empty({int64_t(grid), E - 1}, out.options());
     kernel<<<grid, threads, layout.bytes(), stream>>>(
-        x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout, uniform,
+        x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout,
         streaming, nullptr, partials.mutable_data_ptr<double>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     sum_partials(partials, out, stream);
   } else {
     out.zero_();
     kernel<<<grid, threads, layout.bytes(), stream>>>(
-        x.const_data_ptr<T>(), nullptr, n, edges.const_data_ptr<T>(), layout, uniform, streaming,
+        x.const_data_ptr<T>(), nullptr, n, edges.const_data_ptr<T>(), layout, streaming,
         reinterpret_cast<unsigned long long*>(out.mutable_data_ptr<int64_t>()), nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
