@@ -3,14 +3,16 @@
 // warp's float64 copy of the bins, so the order of every add is fixed and the sums are
 // deterministic.
 //
-// A warp's copy is [bin][kLaneSumsColumns]; lane l adds to column l % 8, and the four lanes that
-// share a column take turns (four rounds per vector, a __syncwarp between them). Eight columns
-// keep a copy at 2 KiB per 32 bins, so 14 warps (13 for fp64) fit an SM at 256 bins (32 columns,
-// one per lane, fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8
-// columns of 8-byte sums: distinct banks whatever their bins. At the end a warp per bin adds the
-// block's copies (warps in order, then columns by a fixed butterfly) into the block's row of
-// the partials, which sum_partials_kernel adds in a fixed order; the grid depends only on the
-// device and the size.
+// A warp's copy is [bins + 1][kLaneSumsColumns] (the last row spare); lane l adds to column
+// l % 8, and the four lanes that share a column take turns (four rounds per batch, a __syncwarp
+// between them). Every lane runs every round with its reads and writes predicated on its turn,
+// not behind a branch, so the rounds are one straight-line block that the compiler interleaves
+// with the rest of the batch. Eight columns keep a copy at 2 KiB per 32 bins, so 14 warps (13
+// for fp64) fit an SM at 256 bins (32 columns, one per lane, fit 3, too few to hide the latency
+// of the bin rule). The 8 lanes of a round touch 8 columns of 8-byte sums: distinct banks
+// whatever their bins. At the end a warp per bin adds the block's copies (warps in order, then
+// columns by a fixed butterfly) into the block's row of the partials, which sum_partials_kernel
+// adds in a fixed order; the grid depends only on the device and the size.
 //
 // Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),
 // then a read-add-write of the lane's sum. A vector's elements of equal bins are added in
@@ -30,18 +32,20 @@ using histogram::kLaneSumsColumns;
 using histogram::kLaneSumsInFlight;
 using histogram::kLaneSumsMaxWarps;
 
-// The shared-memory layout of a block: the edges, then a [bins][kLaneSumsColumns] float64 copy
-// per warp.
+// The shared-memory layout of a block: the edges, then a [bins + 1][kLaneSumsColumns] float64
+// copy per warp. Row `bins` is spare: the lanes whose turn it is add the weights they drop, or
+// have added in registers already, there (one lane per column at a time), unread.
 template <typename T>
 struct LaneSumsSmem : EdgesFirst<T> {
   int warps;
 
-  __host__ __device__ int64_t warp_bytes() const {
-    return int64_t(this->bins) * kLaneSumsColumns * sizeof(double);
+  __host__ __device__ int64_t warp_sums() const {
+    return (int64_t(this->bins) + 1) * kLaneSumsColumns;
   }
+  __host__ __device__ int64_t warp_bytes() const { return warp_sums() * sizeof(double); }
   __host__ __device__ int64_t bytes() const { return this->edges_bytes() + warps * warp_bytes(); }
   __device__ double* copy_at(unsigned char* base, int warp) const {
-    return this->template copies_at<double>(base) + int64_t(warp) * this->bins * kLaneSumsColumns;
+    return this->template copies_at<double>(base) + warp * warp_sums();
   }
 
   // The most warps (up to kLaneSumsMaxWarps) whose copies fit `budget` bytes; 0 if none does.
@@ -97,37 +101,60 @@ __device__ inline void edge_bins(const T (&v)[N], const bool (&valid)[N], int (&
   for (int k = 0; k < N; ++k) bin[k] = !kept[k] ? -1 : first[k] == E ? E - 2 : first[k] - 1;
 }
 
-// Adds a vector's weights to the lane's sums of their bins (bin < 0: none); `mine` points at
-// the lane's column in bin 0, bin b is mine[b * kColumns]. Equal bins are combined first, in
-// element order, so that the reads below are of distinct bins and need not wait on each other's
-// writes. Every lane of the warp must call it (the rounds' __syncwarp).
-template <int kColumns, typename T, int V>
-__device__ inline void add_to_lane_sums(double* mine, const int* bins_of_vector,
-                                        const Vec<T, V>& ws, int lane) {
-  int bin[V];
-  double add[V];
+// A shared-memory read or write of a lane's sum that happens only where `on`: a predicated
+// instruction, never a branch, so that a batch's rounds stay one straight-line block that the
+// compiler can schedule across. volatile keeps these accesses in program order.
+__device__ inline double load_sum_if(bool on, const double* p) {
+  double v = 0.0;
+  asm volatile("{\n .reg .pred on;\n setp.ne.b32 on, %2, 0;\n @on ld.shared.f64 %0, [%1];\n}"
+               : "+d"(v)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(int(on)));
+  return v;
+}
+__device__ inline void store_sum_if(bool on, double* p, double v) {
+  asm volatile("{\n .reg .pred on;\n setp.ne.b32 on, %0, 0;\n @on st.shared.f64 [%1], %2;\n}"
+               :
+               : "r"(int(on)), "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "d"(v));
+}
+
+// Adds a batch's weights (U vectors) to the lane's sums of their bins (bin < 0: none, added to
+// row `spare`); `mine` points at the lane's column in bin 0, bin b is mine[b * kColumns]. A
+// vector's equal bins are combined first, in element order, so that its reads are of distinct
+// rows and need not wait on each other's writes. Every lane of the warp must call it (the
+// rounds' __syncwarp).
+template <int kColumns, typename T, int V, int U>
+__device__ inline void add_to_lane_sums(double* mine, const int* bins, const Vec<T, V> (&ws)[U],
+                                        int lane, int spare) {
+  int row[U][V];
+  double add[U][V];
 #pragma unroll
-  for (int k = 0; k < V; ++k) {
-    bin[k] = bins_of_vector[k];
-    add[k] = static_cast<double>(ws.v[k]);
+  for (int u = 0; u < U; ++u) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      row[u][k] = bins[u * V + k] < 0 ? spare : bins[u * V + k];
+      add[u][k] = static_cast<double>(ws[u].v[k]);
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int k = j + 1; k < V; ++k)
+        if (row[u][k] == row[u][j]) {  // spare rows too: never read back
+          add[u][j] += add[u][k];
+          row[u][k] = spare;
+        }
   }
-#pragma unroll
-  for (int j = 0; j < V; ++j)
-#pragma unroll
-    for (int k = j + 1; k < V; ++k)
-      if (bin[j] >= 0 && bin[k] == bin[j]) {
-        add[j] += add[k];
-        bin[k] = -1;
-      }
+  // The rounds: each access predicated on the lane's turn.
 #pragma unroll
   for (int round = 0; round < kWarpSize / kColumns; ++round) {
-    if (lane / kColumns == round) {
+    const bool turn = lane / kColumns == round;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
       double old[V];
 #pragma unroll
-      for (int k = 0; k < V; ++k) old[k] = bin[k] >= 0 ? mine[bin[k] * kColumns] : 0.0;
+      for (int k = 0; k < V; ++k) old[k] = load_sum_if(turn, &mine[row[u][k] * kColumns]);
 #pragma unroll
       for (int k = 0; k < V; ++k)
-        if (bin[k] >= 0) mine[bin[k] * kColumns] = old[k] + add[k];
+        store_sum_if(turn, &mine[row[u][k] * kColumns], old[k] + add[u][k]);
     }
     if constexpr (kColumns < kWarpSize) __syncwarp();
   }
@@ -142,8 +169,7 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   using VecT = Vec<T, V>;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int E = layout.edges, bins = layout.bins;
-  const T* edges =
-      layout.template stage<double>(smem, edges_in, int64_t(layout.warps) * bins * kColumns);
+  const T* edges = layout.template stage<double>(smem, edges_in, layout.warps * layout.warp_sums());
   const T left = edges[0], right = edges[E - 1];
   double* mine = layout.copy_at(smem, warp) + lane % kColumns;
 
@@ -174,8 +200,7 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
         valid[u * V + k] = first + lane + u * stride < nvec;
       }
     edge_bins(v, valid, bin, edges, E, left, right, uniform);
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) add_to_lane_sums<kColumns>(mine, &bin[u * V], ws[u], lane);
+    add_to_lane_sums<kColumns>(mine, bin, ws, lane, bins);
   };
   // Two batches in registers, taking turns: one is added while the other's loads are in
   // flight (no copy between them, which would wait for the loads). The loop is warp-uniform
@@ -198,13 +223,13 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   if (blockIdx.x == 0 && warp == 0) {   // the last n % V elements; every lane takes part in
     const int64_t t = nvec * V + lane;  // the rounds' __syncwarp
     const bool has = t < n;
-    Vec<T, V> wt{};
-    wt.v[0] = has ? w[t] : T(0);
+    Vec<T, V> wt[1]{};
+    wt[0].v[0] = has ? w[t] : T(0);
     T v[V] = {has ? x[t] : T(0)};
     bool valid[V] = {has};
     int bin[V];
     edge_bins(v, valid, bin, edges, E, left, right, uniform);
-    add_to_lane_sums<kColumns>(mine, bin, wt, lane);
+    add_to_lane_sums<kColumns>(mine, bin, wt, lane, bins);
   }
   __syncthreads();
 
