@@ -8,9 +8,9 @@ Nothing changes on import. While enabled:
 - ``torch.histc`` on a CUDA tensor, and on a float32/float64 CPU tensor of at least
   ``CPU_MIN_NUMEL`` elements (where smem's CPU kernel measured faster), runs smem's histc and
   returns exactly what torch's kernel returns: the input dtype, torch's bin formula, edge and
-  NaN rules. Small CUDA int32 / int64 inputs (``CUDA_TORCH_INT32_MAX_NUMEL``,
-  ``CUDA_TORCH_INT64_MAX_NUMEL``), where torch's kernel measured faster, stay with torch
-  outside deterministic mode. Cases smem does not serve (a range torch would reject, an
+  NaN rules. CUDA int32 inputs of 4097-8192 elements over 64 bins or more
+  (``CUDA_TORCH_INT32_NUMEL``), where torch's kernel measured faster, stay with torch outside
+  deterministic mode. Cases smem does not serve (a range torch would reject, an
   integer range past exact float64 binning) run torch's original kernel, fetched with
   ``torch.library.get_kernel`` before the override, so they give torch's own result or error.
   fp16/bf16 inputs, which torch's CUDA kernel rejects, are served. Deterministic, so it runs
@@ -41,12 +41,12 @@ _HISTC_OPS = ("histc", "histc.out")
 # On a 16-core host smem's CPU histc took 0.88x torch's time at 2^16 elements and 0.25x at
 # 2^20 (docs/PERFORMANCE.md); smaller inputs stay with torch.
 CPU_MIN_NUMEL = 1 << 16
-# On CUDA, torch's own kernel is the faster one for small int32 and int64 inputs (H100, device
-# time, docs/PERFORMANCE.md): int32 from 2^13 to 2^16 elements (torch 3.0-4.4 us, smem
-# 4.1-4.4; even at 2^12), int64 over 64 bins or more up to 2^13 (3.6-3.7 against 3.9-4.1).
-# Deterministic mode keeps smem's kernel.
-CUDA_TORCH_INT32_MAX_NUMEL = 1 << 16
-CUDA_TORCH_INT64_MAX_NUMEL = 1 << 13
+# On CUDA, torch's own kernel is the faster one only for int32 inputs of 2^12 < n <= 2^13
+# elements over 64 bins or more (torch 3.3-3.4 us, smem 3.4-3.5: H100, device time,
+# docs/PERFORMANCE.md); every other integer input measured is faster with smem's (int64 of
+# 2^12-2^16 elements: 3.0-3.6 us against torch's 3.6-6.2). Deterministic mode keeps smem's.
+CUDA_TORCH_INT32_NUMEL = (1 << 12, 1 << 13)  # (above, up to and including)
+CUDA_TORCH_INT32_MIN_BINS = 64
 _HISTOGRAM_OPS = ("histogram.bin_ct", "histogram.bins_tensor")
 _FLOAT32_MAX = 3.4028234663852886e38
 # integer binning is exact in float64 while (hi - lo) * bins stays below 2^53
@@ -126,9 +126,9 @@ def _as_float32(v: float) -> float:
 def _torch_is_faster_on_cuda(x: torch.Tensor, bins: int) -> bool:
     if torch.are_deterministic_algorithms_enabled():
         return False
-    if x.dtype == torch.int32:
-        return x.numel() <= CUDA_TORCH_INT32_MAX_NUMEL
-    return x.dtype == torch.int64 and bins >= 64 and x.numel() <= CUDA_TORCH_INT64_MAX_NUMEL
+    above, up_to = CUDA_TORCH_INT32_NUMEL
+    return (x.dtype == torch.int32 and above < x.numel() <= up_to
+            and bins >= CUDA_TORCH_INT32_MIN_BINS)
 
 
 def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:

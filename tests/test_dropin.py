@@ -211,24 +211,25 @@ def test_histc_matches_torch_exactly(case):
 
 
 @requires_cuda
-def test_cuda_histc_leaves_small_int32_and_int64_to_torch():
+def test_cuda_histc_leaves_small_int32_to_torch():
     """Where torch's kernel is measured faster, it runs; deterministic mode keeps smem's."""
-    small32 = torch.randint(0, 64, (smem_ops.dropin.CUDA_TORCH_INT32_MAX_NUMEL,), device="cuda",
-                            dtype=torch.int32)
-    small64 = torch.randint(0, 64, (smem_ops.dropin.CUDA_TORCH_INT64_MAX_NUMEL,), device="cuda")
+    above, up_to = smem_ops.dropin.CUDA_TORCH_INT32_NUMEL
+    bins = smem_ops.dropin.CUDA_TORCH_INT32_MIN_BINS
+    small32 = torch.randint(0, bins, (up_to,), device="cuda", dtype=torch.int32)
     with smem_ops.enabled():
-        assert "smem::histc" not in ops_called(lambda: torch.histc(small32, 64, 0, 63))
-        assert "smem::histc" not in ops_called(lambda: torch.histc(small64, 64, 0, 63))
-        assert "smem::histc" in ops_called(lambda: torch.histc(small64, 8, 0, 63))
-        assert "smem::histc" in ops_called(lambda: torch.histc(torch.cat([small32, small32]),
-                                                               64, 0, 63))
+        assert "smem::histc" not in ops_called(lambda: torch.histc(small32, bins, 0, bins - 1))
+        assert "smem::histc" not in ops_called(lambda: torch.histc(small32[:above + 1], bins, 0, bins - 1))
+        for x in (small32[:above], torch.cat([small32, small32[:1]])):  # just outside the range
+            assert "smem::histc" in ops_called(lambda x=x: torch.histc(x, bins, 0, bins - 1))
+        assert "smem::histc" in ops_called(lambda: torch.histc(small32, bins // 2, 0, bins - 1))
+        assert "smem::histc" in ops_called(lambda: torch.histc(small32.long(), bins, 0, bins - 1))
         torch.use_deterministic_algorithms(True)
         try:
-            assert "smem::histc" in ops_called(lambda: torch.histc(small32, 64, 0, 63))
-            got = torch.histc(small32, 64, 0, 63)
+            assert "smem::histc" in ops_called(lambda: torch.histc(small32, bins, 0, bins - 1))
+            got = torch.histc(small32, bins, 0, bins - 1)
         finally:
             torch.use_deterministic_algorithms(False)
-    assert torch.equal(got, torch.histc(small32, 64, 0, 63))
+    assert torch.equal(got, torch.histc(small32, bins, 0, bins - 1))
 
 
 @requires_cuda

@@ -215,6 +215,17 @@ CASES = {
 }
 
 
+# Small integer inputs, smem's kernel against torch's (the drop-in's rule, smem_ops/dropin.py):
+# int<bits>_<n>_<bins> and torch_int<bits>_<n>_<bins>, ids in [0, bins).
+for _bits, _dt in ((32, torch.int32), (64, torch.int64)):
+    for _n in (1 << 12, 1 << 13, 1 << 15, 1 << 16):
+        for _bins in (8, 64, 256):
+            CASES[f"int{_bits}_{_n}_{_bins}"] = (
+                lambda n=_n, b=_bins, dt=_dt: _moe(n, 1, b, dt))
+            CASES[f"torch_int{_bits}_{_n}_{_bins}"] = (
+                lambda n=_n, b=_bins, dt=_dt: _moe(n, 1, b, dt, histc=torch.histc))
+
+
 def time_clean(fn):
     flush = l2_flush_buffer(dev)
     clean = torch.ones(256 << 18, dtype=torch.float32, device=dev)
