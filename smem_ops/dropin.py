@@ -43,8 +43,9 @@ _HISTC_OPS = ("histc", "histc.out")
 CPU_MIN_NUMEL = 1 << 16
 # On CUDA, torch's own kernel is the faster one only for int32 inputs of 2^12 < n <= 2^13
 # elements over 64 bins or more (torch 3.3-3.4 us, smem 3.4-3.5: H100, device time,
-# docs/PERFORMANCE.md); every other integer input measured is faster with smem's (int64 of
-# 2^12-2^16 elements: 3.0-3.6 us against torch's 3.6-6.2). Deterministic mode keeps smem's.
+# docs/PERFORMANCE.md); every other integer input measured (2^12, 2^13, 2^15, 2^16 elements;
+# 8, 64, 256 bins) is even or faster with smem's (int64: 3.0-3.6 us against torch's 3.6-6.2).
+# Deterministic mode keeps smem's.
 CUDA_TORCH_INT32_NUMEL = (1 << 12, 1 << 13)  # (above, up to and including)
 CUDA_TORCH_INT32_MIN_BINS = 64
 _HISTOGRAM_OPS = ("histogram.bin_ct", "histogram.bins_tensor")

@@ -88,7 +88,9 @@ class CloseRef:
 
 def _edges(n, bins, dtype=torch.float32, weights=True, uniform=True):
     """smem._histogram_count (torch.histogram on CUDA): randn over [-4, 4] with int bins
-    (linspace edges, torch's local search) or sorted random tensor edges, weights in [0, 1)."""
+    (linspace edges, torch's local search) or sorted random tensor edges, weights in [0, 1).
+    The reference bins by a global search, which agrees with torch's local one because these
+    edges are strictly increasing."""
     x = _randn(n, dtype)
     edges = (torch.linspace(-4, 4, bins + 1, device=dev, dtype=dtype) if uniform
              else torch.sort(torch.randn(bins + 1, device=dev, dtype=dtype) * 2).values)

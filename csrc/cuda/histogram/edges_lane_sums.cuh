@@ -7,16 +7,17 @@
 // l % 8, and the four lanes that share a column take turns (four rounds per batch, a __syncwarp
 // between them). Every lane runs every round with its reads and writes predicated on its turn,
 // not behind a branch, so the rounds are one straight-line block that the compiler interleaves
-// with the rest of the batch. Eight columns keep a copy at 2 KiB per 32 bins, so 14 warps (13
-// for fp64) fit an SM at 256 bins (32 columns, one per lane, fit 3, too few to hide the latency
-// of the bin rule). The 8 lanes of a round touch 8 columns of 8-byte sums: distinct banks
-// whatever their bins. At the end a warp per bin adds the block's copies (warps in order, then
-// columns by a fixed butterfly) into the block's row of the partials, which sum_partials_kernel
-// adds in a fixed order; the grid depends only on the device and the size.
+// with the rest of the batch. Eight columns keep a copy at 2 KiB per 32 bins (plus the spare
+// row's 64 bytes), so 14 warps (13 for fp64) fit an SM at 256 bins (32 columns, one per lane,
+// fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8 columns
+// of 8-byte sums: distinct banks whatever their bins. At the end a warp per bin adds the
+// block's copies (warps in order, then columns by a fixed butterfly) into the block's row of
+// the partials, which sum_partials_kernel adds in a fixed order; the grid depends only on the
+// device and the size.
 //
 // Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),
 // then a read-add-write of the lane's sum. A vector's elements of equal bins are added in
-// registers first, so its reads are of distinct bins and one round trip serves the vector.
+// registers first, so its reads are of distinct bins and a round's reads overlap.
 // Two batches of kLaneSumsInFlight vectors (input and weights) take turns in registers: one
 // is added while the other's loads are in flight.
 #pragma once
@@ -103,7 +104,10 @@ __device__ inline void edge_bins(const T (&v)[N], const bool (&valid)[N], int (&
 
 // A shared-memory read or write of a lane's sum that happens only where `on`: a predicated
 // instruction, never a branch, so that a batch's rounds stay one straight-line block that the
-// compiler can schedule across. volatile keeps these accesses in program order.
+// compiler can schedule across. volatile keeps these accesses in program order among
+// themselves and with the barriers; every other access to the copies (the zeroing, the flush)
+// is on the far side of a __syncthreads. No "memory" clobber: it would also pin the global
+// loads of the next batch.
 __device__ inline double load_sum_if(bool on, const double* p) {
   double v = 0.0;
   asm volatile("{\n .reg .pred on;\n setp.ne.b32 on, %2, 0;\n @on ld.shared.f64 %0, [%1];\n}"
@@ -120,8 +124,8 @@ __device__ inline void store_sum_if(bool on, double* p, double v) {
 // Adds a batch's weights (U vectors) to the lane's sums of their bins (bin < 0: none, added to
 // row `spare`); `mine` points at the lane's column in bin 0, bin b is mine[b * kColumns]. A
 // vector's equal bins are combined first, in element order, so that its reads are of distinct
-// rows and need not wait on each other's writes. Every lane of the warp must call it (the
-// rounds' __syncwarp).
+// bins (only the unread spare row repeats) and need not wait on each other's writes. Every lane of
+// the warp must call it (the rounds' __syncwarp).
 template <int kColumns, typename T, int V, int U>
 __device__ inline void add_to_lane_sums(double* mine, const int* bins, const Vec<T, V> (&ws)[U],
                                         int lane, int spare) {
