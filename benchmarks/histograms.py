@@ -48,6 +48,14 @@ def torch_batched_histc(x: torch.Tensor, bins: int, lo: float, hi: float) -> tor
     return torch.bincount(b.flatten(), minlength=rows * bins + 1)[:-1].view(rows, bins)
 
 
+def global_bins(x, edges):
+    """Each element's bin by a search over all edges (torch.histogram's bins wherever the edges
+    strictly increase), with the last edge in the last bin; -1 where the element is dropped."""
+    b = torch.searchsorted(edges, x, right=True) - 1
+    b = torch.where(x == edges[-1], edges.numel() - 2, b)
+    return torch.where((x >= edges[0]) & (x <= edges[-1]), b, -1)
+
+
 def torch_weighted_edges(x, edges, w):
     """torch's CUDA idiom for weighted bins over edges (float atomics: not deterministic)."""
     nb = edges.numel() - 1
@@ -66,9 +74,8 @@ def verify_edges(x, edges, w, uniform):
     if uniform:  # int-bins overload: torch's own linspace edges and local search
         ref = torch.histogram(xc, ec.numel() - 1, range=(ec[0].item(), ec[-1].item())).hist.long()
     assert torch.equal(got, ref), "counts differ from CPU torch.histogram"
-    b = torch.searchsorted(ec, xc, right=True) - 1
-    b = torch.where(xc == ec[-1], ec.numel() - 2, b)
-    keep = (xc >= ec[0]) & (xc <= ec[-1])
+    b = global_bins(xc, ec)
+    keep = b >= 0
     wref = torch.zeros(ec.numel() - 1, dtype=torch.float64).index_add_(0, b[keep], w.cpu()[keep].double())
     torch.testing.assert_close(count(x, edges, w, uniform=uniform).cpu(), wref, rtol=1e-9, atol=1e-6)
     a, b2 = count(x, edges, w, uniform=uniform), count(x, edges, w, uniform=uniform)

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
+from benchmarks.histograms import global_bins
 from benchmarks.read_floor import read_floor
 from benchmarks.timing import (
     copy_ceiling_gbs,
@@ -95,9 +96,8 @@ def _edges(n, bins, dtype=torch.float32, weights=True, uniform=True):
     edges = (torch.linspace(-4, 4, bins + 1, device=dev, dtype=dtype) if uniform
              else torch.sort(torch.randn(bins + 1, device=dev, dtype=dtype) * 2).values)
     w = torch.rand(n, device=dev, dtype=dtype) if weights else None
-    b = torch.searchsorted(edges, x, right=True) - 1
-    b = torch.where(x == edges[-1], bins - 1, b)
-    keep = (x >= edges[0]) & (x <= edges[-1])
+    b = global_bins(x, edges)
+    keep = b >= 0
     if weights:
         ref = CloseRef(torch.zeros(bins, dtype=torch.float64, device=dev).index_add_(
             0, b[keep], w[keep].double()))
