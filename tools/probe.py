@@ -152,6 +152,8 @@ CASES = {
     "sum_cols_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
+    "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
+    "sum_mid_bf16_64": lambda: _sum((32, 8192, 64), torch.bfloat16, dim=1),
     "squares_16m": _squares,
     "dot_16m": _dot,
     "hist_4k": lambda: _hist(1 << 12, 256),

@@ -32,21 +32,46 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
-  // [slice][column], +1 column of padding: the final pass reads down a column, which would
-  // otherwise hit one bank kSlices times.
-  __shared__ alignas(16) unsigned char raw[kSlices * (kTileCols + 1) * sizeof(A)];
+  // Where a block has 32 slices (kLanes == 8), one warp adding them all (32 x V values per
+  // writer) was the block's tail, so every thread first adds V consecutive slices of one
+  // column, and each writer then adds the kGroups group sums of its V columns, in group order.
+  // 8 slices (kLanes == 32) are added by the writers directly: the extra step cost more.
+  constexpr int kGroups = kLanes == 8 ? kSlices / V : 1;
+  static_assert(kGroups == 1 || kGroups * kTileCols == kBlockThreads, "a group per thread");
+  // [slice][column], then [group][column], +1 column of padding: the slices a warp stores
+  // (four where kLanes == 8) then start on different banks.
+  constexpr int kSharedRows = kSlices + (kGroups > 1 ? kGroups : 0);
+  __shared__ alignas(16) unsigned char raw[kSharedRows * (kTileCols + 1) * sizeof(A)];
   auto slice_sum = reinterpret_cast<A(*)[kTileCols + 1]>(raw);
-  // Sums each of this lane's V columns over the kSlices row slices, in slice order; the
+  // Sums each of this lane's V columns over the kSlices row slices, in a fixed order; the
   // result is valid where threadIdx.y == 0.
   auto sum_slices = [&](A(&v)[V]) {
 #pragma unroll
     for (int k = 0; k < V; ++k) slice_sum[threadIdx.y][threadIdx.x * V + k] = v[k];
     __syncthreads();
-    if (threadIdx.y == 0) {
+    if constexpr (kGroups == 1) {
+      if (threadIdx.y == 0) {
 #pragma unroll 8
-      for (int s = 1; s < kSlices; ++s)
+        for (int s = 1; s < kSlices; ++s)
 #pragma unroll
-        for (int k = 0; k < V; ++k) v[k] = v[k] + slice_sum[s][threadIdx.x * V + k];
+          for (int k = 0; k < V; ++k) v[k] = v[k] + slice_sum[s][threadIdx.x * V + k];
+      }
+    } else {
+      auto group_sum = slice_sum + kSlices;
+      const int thread = threadIdx.y * kLanes + threadIdx.x;
+      const int g = thread / kTileCols, col = thread % kTileCols;
+      A group = slice_sum[g * V][col];
+#pragma unroll
+      for (int s = 1; s < V; ++s) group = group + slice_sum[g * V + s][col];
+      group_sum[g][col] = group;
+      __syncthreads();
+      if (threadIdx.y == 0)
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          v[k] = group_sum[0][threadIdx.x * V + k];
+#pragma unroll
+          for (int h = 1; h < kGroups; ++h) v[k] = v[k] + group_sum[h][threadIdx.x * V + k];
+        }
     }
     __syncthreads();
   };
