@@ -150,6 +150,7 @@ CASES = {
     "sum_rows_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=-1),
     "sum_cols_8192": lambda: _sum((8192, 8192), dim=0),
     "sum_cols_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=0),
+    "sum_cols_4096": lambda: _sum((4096, 4096), dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
