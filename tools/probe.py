@@ -60,6 +60,14 @@ def _torch_sum(n, dtype=torch.float32):
     return (lambda: torch.sum(x)), SumRef(x.double()), x.numel() * x.element_size()
 
 
+def _compiled_sum(shape, dtype=torch.float32, dim=None):
+    """torch.compile's sum (static shapes): the best read of these bytes found for some sizes."""
+    x = _randn(shape, dtype)
+    fn = torch.compile((lambda t: t.sum()) if dim is None else (lambda t: t.sum(dim)),
+                       fullgraph=True, dynamic=False)
+    return (lambda: fn(x)), SumRef(x.double(), dim), x.numel() * x.element_size()
+
+
 def _squares():
     x = _randn(1 << 24)
     return (lambda: ops.sum_of_squares(x)), SumRef(x.double() ** 2), x.numel() * 4
@@ -153,6 +161,11 @@ CASES = {
     "sum_cols_4096": lambda: _sum((4096, 4096), dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
+    "compile_sum_16m": lambda: _compiled_sum(1 << 24),
+    "compile_sum_bf16_16m": lambda: _compiled_sum(1 << 24, torch.bfloat16),
+    "compile_sum_64m": lambda: _compiled_sum(1 << 26),
+    "compile_sum_mid": lambda: _compiled_sum((32, 4096, 128), dim=1),
+    "compile_sum_mid_bf16": lambda: _compiled_sum((32, 4096, 128), torch.bfloat16, dim=1),
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
     "sum_mid_bf16_64": lambda: _sum((32, 8192, 64), torch.bfloat16, dim=1),
     "squares_16m": _squares,
