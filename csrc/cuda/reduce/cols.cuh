@@ -32,14 +32,16 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
-  // Where a block has 32 slices (kLanes == 8), one warp adding them all (32 x V values per
-  // writer) was the block's tail, so every thread first adds V consecutive slices of one
+  // Where a block has 32 slices (kLanes == 8), its 8 writers adding them all (32 x V values
+  // each) were the block's tail, so every thread first adds V consecutive slices of one
   // column, and each writer then adds the kGroups group sums of its V columns, in group order.
-  // 8 slices (kLanes == 32) are added by the writers directly: the extra step cost more.
+  // 8 slices (kLanes == 32) are added by the writers directly: the extra step cost more. (With
+  // V == 1 the first step only copies; it costs a barrier and registers for nothing.)
   constexpr int kGroups = kLanes == 8 ? kSlices / V : 1;
   static_assert(kGroups == 1 || kGroups * kTileCols == kBlockThreads, "a group per thread");
-  // [slice][column], then [group][column], +1 column of padding: the slices a warp stores
-  // (four where kLanes == 8) then start on different banks.
+  // [slice][column], then [group][column], +1 column of padding: the four slices a warp stores
+  // where kLanes == 8 start on different banks (conflict-free for fp32 vectors; 2-4 ways for
+  // narrower types, whose lanes' V columns span more banks).
   constexpr int kSharedRows = kSlices + (kGroups > 1 ? kGroups : 0);
   __shared__ alignas(16) unsigned char raw[kSharedRows * (kTileCols + 1) * sizeof(A)];
   auto slice_sum = reinterpret_cast<A(*)[kTileCols + 1]>(raw);
@@ -115,7 +117,7 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
 #pragma unroll
       for (int k = 0; k < V; ++k) split_partial(blockIdx.y)[k] = v[k];
     if (last_block_to_finish(&done[tile], splits)) {
-      // The kSlices threads of each column combine its partials: strided, then in order.
+      // The kSlices threads of each column combine its partials: strided, then in a fixed order.
       Accumulator<A> total[V];
       if (c < inner)
         for (int s = threadIdx.y; s < splits; s += kSlices)
