@@ -49,23 +49,18 @@ class SumRef:
         self.scale = terms.abs().sum() if dim is None else terms.abs().sum(dim)
 
 
-def _sum(shape, dtype=torch.float32, dim=None):
+def _sum(shape, dtype=torch.float32, dim=None, impl="smem"):
+    """A sum over `dim` (all dims when None) by smem, torch eager or torch.compile (static
+    shapes: the best read of these bytes found for some sizes)."""
     x = _randn(shape, dtype)
-    fn = (lambda: ops.sum(x)) if dim is None else (lambda: ops.sum(x, [dim]))
-    return fn, SumRef(x.double(), dim), x.numel() * x.element_size()
-
-
-def _torch_sum(n, dtype=torch.float32):
-    x = _randn(n, dtype)
-    return (lambda: torch.sum(x)), SumRef(x.double()), x.numel() * x.element_size()
-
-
-def _compiled_sum(shape, dtype=torch.float32, dim=None):
-    """torch.compile's sum (static shapes): the best read of these bytes found for some sizes."""
-    x = _randn(shape, dtype)
-    fn = torch.compile((lambda t: t.sum()) if dim is None else (lambda t: t.sum(dim)),
-                       fullgraph=True, dynamic=False)
-    return (lambda: fn(x)), SumRef(x.double(), dim), x.numel() * x.element_size()
+    dims = () if dim is None else (dim,)
+    if impl == "smem":
+        op = lambda t: ops.sum(t, list(dims)) if dims else ops.sum(t)
+    elif impl == "torch":
+        op = lambda t: torch.sum(t, *dims)
+    else:
+        op = torch.compile(lambda t: t.sum(*dims), fullgraph=True, dynamic=False)
+    return (lambda: op(x)), SumRef(x.double(), dim), x.numel() * x.element_size()
 
 
 def _squares():
@@ -147,8 +142,8 @@ CASES = {
     "sleep0": lambda: ((lambda: torch.cuda._sleep(0)), None, 0),
     "sum_4k": lambda: _sum(1 << 12),
     "sum_4k_bf16": lambda: _sum(1 << 12, torch.bfloat16),
-    "torch_sum_4k": lambda: _torch_sum(1 << 12),
-    "torch_sum_4k_bf16": lambda: _torch_sum(1 << 12, torch.bfloat16),
+    "torch_sum_4k": lambda: _sum(1 << 12, impl="torch"),
+    "torch_sum_4k_bf16": lambda: _sum(1 << 12, torch.bfloat16, impl="torch"),
     "sum_1m": lambda: _sum(1 << 20),
     "sum_16m": lambda: _sum(1 << 24),
     "sum_bf16_16m": lambda: _sum(1 << 24, torch.bfloat16),
@@ -161,11 +156,11 @@ CASES = {
     "sum_cols_4096": lambda: _sum((4096, 4096), dim=0),
     "sum_mid": lambda: _sum((32, 4096, 128), dim=1),
     "sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1),
-    "compile_sum_16m": lambda: _compiled_sum(1 << 24),
-    "compile_sum_bf16_16m": lambda: _compiled_sum(1 << 24, torch.bfloat16),
-    "compile_sum_64m": lambda: _compiled_sum(1 << 26),
-    "compile_sum_mid": lambda: _compiled_sum((32, 4096, 128), dim=1),
-    "compile_sum_mid_bf16": lambda: _compiled_sum((32, 4096, 128), torch.bfloat16, dim=1),
+    "compile_sum_16m": lambda: _sum(1 << 24, impl="compile"),
+    "compile_sum_bf16_16m": lambda: _sum(1 << 24, torch.bfloat16, impl="compile"),
+    "compile_sum_64m": lambda: _sum(1 << 26, impl="compile"),
+    "compile_sum_mid": lambda: _sum((32, 4096, 128), dim=1, impl="compile"),
+    "compile_sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1, impl="compile"),
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
     "sum_mid_bf16_64": lambda: _sum((32, 8192, 64), torch.bfloat16, dim=1),
     "squares_16m": _squares,
