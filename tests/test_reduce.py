@@ -173,6 +173,34 @@ def test_bitwise_repeatable(device, dtype):
             assert torch.equal(fn(), first)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_infinite_sums_stay_infinite(device, dtype):
+    """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,
+    not the NaN that inf - inf in the compensation would make. Every kernel: flat, split rows,
+    warp rows, columns."""
+    big = torch.finfo(dtype).max
+    for shape, dim in ((((1 << 20) + 3,), None), ((3, 70_001), 1), ((500, 1000), 1),
+                       ((3001, 300), 0), ((4, 2000, 128), 1)):
+        x = make_tensor(shape, dtype, device)
+        first = (0,) * len(shape)
+        for v in (math.inf, -math.inf):
+            y = x.clone()
+            y[first] = v
+            want = y.double().sum(dim) if dim is not None else y.double().sum()
+            got = smem_ops.sum(y, dim) if dim is not None else smem_ops.sum(y)
+            want = want.to(dtype)
+            assert not got.isnan().any()
+            assert torch.equal(got.isinf(), want.isinf()) and want.isinf().any()
+            assert torch.equal(got[want.isinf()], want[want.isinf()])  # the same signs
+        y = x.clone()
+        at = [0] * len(shape)
+        at[dim or 0] = slice(0, 4)
+        y[tuple(at)] = big  # an overflow, then many more finite adds
+        got = smem_ops.sum(y, dim) if dim is not None else smem_ops.sum(y)
+        assert got.view(-1)[0].item() == math.inf
+
+
 def _column_tree_reference(x):
     """Column sums of a 2-D x as the CPU kernel defines them: float32 partial sums over a tree
     that halves the rows (left half floor(n/2)) down to leaves of 32 rows, each summed in row order."""

@@ -220,7 +220,10 @@ struct CompensatedAccumulator {
   __device__ void add(F v) {
     const F y = v - carry;
     const F t = sum + y;
-    carry = (t - sum) - y;
+    // Once the sum is infinite (an infinite input, or overflow), (t - sum) - y would be
+    // inf - inf = NaN and poison every later add, where torch's sum stays infinite: the carry
+    // is kept only while t is finite (t - t is 0 exactly then).
+    carry = t - t == F(0) ? (t - sum) - y : F(0);
     sum = t;
   }
   __device__ F value() const { return sum; }
