@@ -174,6 +174,44 @@ def test_bitwise_repeatable(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17)], ids=str)
+def test_split_float_rows(device, shape):
+    """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
+    partials pass through flagged slots): a float64 reference, repeatable bits, and the slots
+    left clean for the next call of another shape."""
+    x = make_tensor(shape, torch.float32, device)
+    ref = x.double().sum(-1)
+    scale = x.abs().double().sum(-1)
+    for _ in range(2):
+        out = smem_ops.sum(x, -1)
+        assert out.dtype == torch.float32
+        assert ((out.double() - ref).abs() <= 4 * 1.2e-7 * scale + 1e-30).all()
+        assert torch.equal(smem_ops.sum(x, -1), out)
+    sq = smem_ops.sum_of_squares(x, -1)
+    assert ((sq.double() - x.double().square().sum(-1)).abs()
+            <= 4 * 1.2e-7 * x.double().square().sum(-1)).all()
+    flat = x.flatten()
+    d = smem_ops.dot(flat, flat.flip(0))
+    ref_d = (flat.double() * flat.flip(0).double()).sum()
+    assert (d.double() - ref_d).abs() <= 4 * 1.2e-7 * (flat.double() * flat.flip(0).double()).abs().sum()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_split_float_rows_non_finite(device):
+    """NaN and infinities in different blocks of a split row: torch's answer."""
+    n = (1 << 21) + 5
+    for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)],
+                  [(1 << 20, -math.inf)], [(5, math.nan), (n // 2, math.inf)]):
+        x = make_tensor((n,), torch.float32, device)
+        for at, v in spots:
+            x[at] = v
+        want = x.double().sum().float()
+        torch.testing.assert_close(smem_ops.sum(x), want, equal_nan=True)
+        torch.testing.assert_close(smem_ops.sum(torch.stack([x, x.flip(0)]), 1),
+                                   torch.stack([want, want]), equal_nan=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_infinite_sums_stay_infinite(device, dtype):
     """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,

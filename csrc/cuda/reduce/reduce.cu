@@ -1,7 +1,9 @@
 // sum, sum_of_squares and dot on CUDA. Every reduction is a contiguous [outer, reduced, inner]
-// view (reduce.h), served by two kernels:
+// view (reduce.h), served by three kernels:
 //   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
 //     over blocks; a full reduction is one row split across the whole GPU.
+//   reduce_row_runs_kernel (rows.cuh): split float rows of up to kRunMaxBytes, one contiguous
+//     run per block, partials handed over through flagged slots (split_slots.cuh).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -59,6 +61,33 @@ struct SplitWorkspace {
   }
 };
 
+// Float rows split into contiguous runs (reduce_row_runs_kernel): kRunBlocksPerSm blocks per SM
+// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors.
+template <ReduceMap M, typename T, typename O>
+void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R,
+                     const at::TensorOptions& options, bool streaming) {
+  using Word = typename SlotCode<acc_t<T>>::Word;
+  constexpr int64_t V = vec_width<T>();
+  const int64_t fill = current_device_info().sm_count * kRunBlocksPerSm / rows;
+  int64_t by_fill = 1;
+  while (by_fill * 2 <= fill) by_fill *= 2;
+  const int64_t splits = std::clamp<int64_t>(
+      std::min(by_fill, R / (kRunThreads * V * kMinVectorsPerThread)), 1, 65535);
+  // whole 16-byte vectors per run, so that only a row's first run may start unaligned
+  const int64_t run = ceil_div(ceil_div(R, splits), V) * V;
+  // the rows' ticket counters, then their slots, all zero between launches
+  const int64_t counter_bytes = ceil_div(rows * int64_t(sizeof(unsigned)), 16) * 16;
+  at::Tensor fresh;
+  auto* work = static_cast<unsigned char*>(zeroed_workspace(
+      counter_bytes + rows * splits * int64_t(sizeof(Word)), ZeroedUse::kCounters, options, fresh));
+  const dim3 grid(static_cast<unsigned>(splits),
+                  static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>
+      <<<grid, kRunThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+          a, b, out, reinterpret_cast<Word*>(work + counter_bytes),
+          reinterpret_cast<unsigned*>(work), rows, R, run, static_cast<int>(splits), streaming);
+}
+
 template <ReduceMap M, typename T, typename O>
 void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                   const at::TensorOptions& options) {
@@ -73,6 +102,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
+    if constexpr (std::is_same_v<T, float>) {
+      if (splits > 1 && outer * R * int64_t(sizeof(T)) * (a == b ? 1 : 2) <= kRunMaxBytes) {
+        launch_row_runs<M>(a, b, out, outer, R, options, streaming);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return;
+      }
+    }
     SplitWorkspace<A> work(splits, outer, outer, options);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
     if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight

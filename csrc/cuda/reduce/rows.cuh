@@ -1,12 +1,14 @@
 // Row sums (inner == 1): a group of threads, a warp or a whole block, walks a row with 16-byte
 // loads, then reduces through warp shuffles (and shared memory, for a block). Long rows with
 // few of them are split across `splits` blocks, whose partials the last block to finish sums
-// in block order; a full reduction is one row split across the whole GPU.
+// in block order; a full reduction is one row split across the whole GPU. Float rows of up to
+// kRunMaxBytes split into one contiguous run per block instead (reduce_row_runs_kernel).
 #pragma once
 
 #include <cstdint>
 
 #include "cuda/common.cuh"
+#include "cuda/reduce/split_slots.cuh"
 #include "cuda/reduce/thread_partial.cuh"
 #include "cuda/tuning/reduce.h"
 #include "reduce.h"
@@ -52,6 +54,31 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
         v = block_sum<kGroup>(partials_sum(&partial[row * splits], splits, threadIdx.x, kGroup));
         if (threadIdx.x == 0) out[row] = static_cast<O>(v);
       }
+    }
+  }
+}
+
+// Float rows split over `splits` blocks each (blockIdx.x of them, for row blockIdx.y, striding
+// by gridDim.y), each block summing one contiguous run of `run` elements of its row with
+// kThreads threads interleaving 16-byte vectors, kInFlight loads in flight each. The blocks
+// hand their partials to the last of them through slots (split_slots.cuh), which sums them in
+// block order.
+template <ReduceMap M, int kThreads, int kInFlight, typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+reduce_row_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
+                       unsigned* done, int64_t rows, int64_t n, int64_t run, int splits,
+                       bool streaming) {
+  using A = acc_t<T>;
+  const int64_t begin = std::min<int64_t>(n, blockIdx.x * run);
+  const int64_t end = std::min(n, begin + run);
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    const int64_t at = row * n + begin;
+    A v = block_sum<kThreads>(thread_partial<M, kInFlight>(a + at, b + at, end - begin, threadIdx.x,
+                                                           kThreads, streaming));
+    auto* row_slots = slots + row * splits;
+    if (publish_partial(&row_slots[blockIdx.x], v, &done[row], splits)) {
+      v = block_sum<kThreads>(slots_sum<A>(row_slots, splits, threadIdx.x, kThreads));
+      if (threadIdx.x == 0) out[row] = static_cast<O>(v);
     }
   }
 }

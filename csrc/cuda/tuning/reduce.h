@@ -22,6 +22,13 @@ constexpr int64_t kWarpRowMax = 4096;
 constexpr int kRowBlocksPerSm = 3;
 // A split of a row gives each thread at least this many 16-byte vectors.
 constexpr int64_t kMinVectorsPerThread = 4;
+// Float rows of up to kRunMaxBytes read in all are split into contiguous runs, one per block of
+// kRunThreads, kRunBlocksPerSm blocks per SM in all (rounded down to a power of two: 512 on 132
+// SMs). Larger inputs keep the interleaved 4 KB steps of kBlockThreads-thread blocks, which
+// measured faster from 256 MB up.
+constexpr int kRunThreads = 512;
+constexpr int kRunBlocksPerSm = 4;
+constexpr int64_t kRunMaxBytes = int64_t(128) << 20;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
 // (fewer where fewer are resident): 4 x 256 threads x 4 x 16 bytes in flight per SM, where
