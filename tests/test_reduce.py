@@ -177,16 +177,15 @@ def test_bitwise_repeatable(device, dtype):
 @pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17)], ids=str)
 def test_split_float_rows(device, shape):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
-    partials pass through flagged slots): a float64 reference, repeatable bits, and the slots
-    left clean for the next call of another shape."""
+    partials pass through flagged slots): a float64 reference, repeatable bits, and no slot
+    left holding a partial for the next call (new values, same shape)."""
     x = make_tensor(shape, torch.float32, device)
-    ref = x.double().sum(-1)
-    scale = x.abs().double().sum(-1)
-    for _ in range(2):
-        out = smem_ops.sum(x, -1)
+    for y in (x, 2 - x):  # new values of the same shape: no slot may keep an old partial
+        ref = y.double().sum(-1)
+        out = smem_ops.sum(y, -1)
         assert out.dtype == torch.float32
-        assert ((out.double() - ref).abs() <= 4 * 1.2e-7 * scale + 1e-30).all()
-        assert torch.equal(smem_ops.sum(x, -1), out)
+        assert ((out.double() - ref).abs() <= 4 * 1.2e-7 * y.abs().double().sum(-1) + 1e-30).all()
+        assert torch.equal(smem_ops.sum(y, -1), out)
     sq = smem_ops.sum_of_squares(x, -1)
     assert ((sq.double() - x.double().square().sum(-1)).abs()
             <= 4 * 1.2e-7 * x.double().square().sum(-1)).all()
@@ -231,12 +230,16 @@ def test_infinite_sums_stay_infinite(device, dtype):
             assert not got.isnan().any()
             assert torch.equal(got.isinf(), want.isinf()) and want.isinf().any()
             assert torch.equal(got[want.isinf()], want[want.isinf()])  # the same signs
-        y = x.clone()
+        # An overflow, then many more finite adds: four maxima (they overflow in one 16-byte
+        # vector's sum), and a whole reduced line of 0.15 max (each vector's sum is finite, the
+        # thread's running sum overflows).
         at = [0] * len(shape)
-        at[dim or 0] = slice(0, 4)
-        y[tuple(at)] = big  # an overflow, then many more finite adds
-        got = smem_ops.sum(y, dim) if dim is not None else smem_ops.sum(y)
-        assert got.view(-1)[0].item() == math.inf
+        for line, value in ((slice(0, 4), big), (slice(None), 0.15 * big)):
+            y = x.clone()
+            at[dim or 0] = line
+            y[tuple(at)] = value
+            got = smem_ops.sum(y, dim) if dim is not None else smem_ops.sum(y)
+            assert got.view(-1)[0].item() == math.inf
 
 
 def _column_tree_reference(x):

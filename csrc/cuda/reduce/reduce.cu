@@ -73,7 +73,7 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R,
   while (by_fill * 2 <= fill) by_fill *= 2;
   const int64_t splits = std::clamp<int64_t>(
       std::min(by_fill, R / (kRunThreads * V * kMinVectorsPerThread)), 1, 65535);
-  // whole 16-byte vectors per run, so that only a row's first run may start unaligned
+  // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
   const int64_t run = ceil_div(ceil_div(R, splits), V) * V;
   // the rows' ticket counters, then their slots, all zero between launches
   const int64_t counter_bytes = ceil_div(rows * int64_t(sizeof(unsigned)), 16) * 16;

@@ -55,7 +55,8 @@ __device__ inline unsigned load_relaxed(const unsigned* p) {
 
 // Called by every thread of a block with the block's partial valid in thread 0: writes it to
 // `slot`, counts the block on `counter` (zeroed, reset by the last block) and returns true in
-// every thread of the block that counted last of `expected`.
+// every thread of the block that counted last of `expected`. The caller's block_sum ends in a
+// barrier, which also keeps a previous row's readers of is_last ahead of this write.
 template <typename A>
 __device__ inline bool publish_partial(typename SlotCode<A>::Word* slot, A partial,
                                        unsigned* counter, unsigned expected) {

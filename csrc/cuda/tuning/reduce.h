@@ -23,9 +23,10 @@ constexpr int kRowBlocksPerSm = 3;
 // A split of a row gives each thread at least this many 16-byte vectors.
 constexpr int64_t kMinVectorsPerThread = 4;
 // Float rows of up to kRunMaxBytes read in all are split into contiguous runs, one per block of
-// kRunThreads, kRunBlocksPerSm blocks per SM in all (rounded down to a power of two: 512 on 132
-// SMs). Larger inputs keep the interleaved 4 KB steps of kBlockThreads-thread blocks, which
-// measured faster from 256 MB up.
+// kRunThreads: SMs x kRunBlocksPerSm blocks rounded down to a power of two (512 on 132 SMs),
+// more than are resident at once (3 per SM at fp32's registers). That measured faster than a
+// grid of the resident blocks, or launch bounds holding 4 per SM (docs/PERFORMANCE.md). The
+// interleaved kernel measured as fast at 256 MB and faster at 1 GB, so larger inputs keep it.
 constexpr int kRunThreads = 512;
 constexpr int kRunBlocksPerSm = 4;
 constexpr int64_t kRunMaxBytes = int64_t(128) << 20;
