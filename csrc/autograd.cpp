@@ -62,25 +62,30 @@ struct SumLike : torch::autograd::Function<SumLike<kSquares>> {
                             std::optional<at::ScalarType> dtype) {
     at::Tensor out =
         call_below(sum_op(kSquares), self, dim, keepdim, dtype);  // first: it checks dim
+    // Only what backward needs, since every entry costs the forward call a hash insert: the
+    // dims to unsqueeze (none where every dim is reduced: a 0-dim grad expands as it is, nor
+    // with keepdim), and the input dtype where dtype= may have changed the result's.
     ctx->saved_data["shape"] = c10::IValue(self.sym_sizes());
-    ctx->saved_data["dtype"] = self.scalar_type();
-    ctx->saved_data["dims"] = reduced_dims(self.dim(), dim, kSquares ? "sum_of_squares" : "sum");
-    ctx->saved_data["keepdim"] = keepdim;
+    if (dim.has_value() && !keepdim)
+      ctx->saved_data["dims"] = reduced_dims(self.dim(), dim, kSquares ? "sum_of_squares" : "sum");
+    if (dtype.has_value()) ctx->saved_data["dtype"] = self.scalar_type();
     if constexpr (kSquares) ctx->save_for_backward({self});
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     at::Tensor g = grads[0];
-    if (!ctx->saved_data["keepdim"].toBool())
-      for (int64_t d : ctx->saved_data["dims"].toIntVector()) g = g.unsqueeze(d);
-    g = g.expand_symint(ctx->saved_data["shape"].toSymIntVector());
+    const auto& saved = ctx->saved_data;
+    if (const auto dims = saved.find("dims"); dims != saved.end())
+      for (int64_t d : dims->second.toIntVector()) g = g.unsqueeze(d);
+    g = g.expand_symint(saved.at("shape").toSymIntVector());
     if constexpr (kSquares) {
       const at::Tensor x = ctx->get_saved_variables()[0];
       g = g * (2 * x.to(g.scalar_type())).conj();
     }
-    return {g.to(ctx->saved_data["dtype"].toScalarType()), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+    if (const auto in_dtype = saved.find("dtype"); in_dtype != saved.end())
+      g = g.to(in_dtype->second.toScalarType());
+    return {g, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 

@@ -59,10 +59,18 @@ def test_gradcheck(device):
     assert torch.autograd.gradcheck(lambda x: smem_ops.sum_of_squares(x), (c,))
     c2 = torch.randn(5, dtype=torch.complex128, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(smem_ops.dot, (c, c2))
+    # every dim reduced, kept or not, or named by an empty list: the grad expands from 0-dim
+    assert torch.autograd.gradcheck(lambda x: smem_ops.sum(x, keepdim=True), (d(3, 4),))
+    assert torch.autograd.gradcheck(lambda x: smem_ops.sum(x, []), (d(3, 4),))
+    assert torch.autograd.gradcheck(lambda x: smem_ops.sum_of_squares(x, [1, 0]), (d(3, 4),))
     # dtype= casts back in backward
     x = torch.randn(4, 3, device=device, requires_grad=True)
     smem_ops.sum(x, 0, dtype=torch.float64).sum().backward()
     assert x.grad.dtype == torch.float32 and torch.equal(x.grad, torch.ones_like(x))
+    x.grad = None
+    smem_ops.sum_of_squares(x, 1, dtype=torch.float64).sum().backward()
+    assert x.grad.dtype == torch.float32
+    torch.testing.assert_close(x.grad, 2 * x.detach())
 
 
 @pytest.mark.parametrize("device", DEVICES)
