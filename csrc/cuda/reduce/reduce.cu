@@ -2,7 +2,7 @@
 // view (reduce.h), served by three kernels:
 //   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
 //     over blocks; a full reduction is one row split across the whole GPU.
-//   reduce_row_runs_kernel (rows.cuh): split float rows of up to kRunMaxBytes, one contiguous
+//   reduce_row_runs_kernel (rows.cuh): split fp32 rows of up to kRunMaxBytes, one contiguous
 //     run per block, partials handed over through flagged slots (split_slots.cuh).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
@@ -61,18 +61,24 @@ struct SplitWorkspace {
   }
 };
 
-// Float rows split into contiguous runs (reduce_row_runs_kernel): kRunBlocksPerSm blocks per SM
-// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors.
-template <ReduceMap M, typename T, typename O>
-void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R,
-                     const at::TensorOptions& options, bool streaming) {
-  using Word = typename SlotCode<acc_t<T>>::Word;
-  constexpr int64_t V = vec_width<T>();
+// How many contiguous runs (reduce_row_runs_kernel) each of `rows` fp32 rows of length R is
+// split into: kRunBlocksPerSm blocks per SM in all, rounded down to a power of two, each thread
+// at least kMinVectorsPerThread vectors. 1: the rows are too many or too short to split.
+template <typename T>
+int64_t row_run_splits(int64_t rows, int64_t R) {
   const int64_t fill = current_device_info().sm_count * kRunBlocksPerSm / rows;
   int64_t by_fill = 1;
   while (by_fill * 2 <= fill) by_fill *= 2;
-  const int64_t splits = std::clamp<int64_t>(
-      std::min(by_fill, R / (kRunThreads * V * kMinVectorsPerThread)), 1, 65535);
+  return std::clamp<int64_t>(
+      std::min(by_fill, R / (kRunThreads * vec_width<T>() * kMinVectorsPerThread)), 1, 65535);
+}
+
+// fp32 rows split into `splits` contiguous runs each (row_run_splits).
+template <ReduceMap M, typename T, typename O>
+void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
+                     const at::TensorOptions& options, bool streaming) {
+  using Word = typename SlotCode<acc_t<T>>::Word;
+  constexpr int64_t V = vec_width<T>();
   // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
   const int64_t run = ceil_div(ceil_div(R, splits), V) * V;
   // the rows' ticket counters, then their slots, all zero between launches
@@ -103,8 +109,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
     if constexpr (std::is_same_v<T, float>) {
-      if (splits > 1 && outer * R * int64_t(sizeof(T)) * (a == b ? 1 : 2) <= kRunMaxBytes) {
-        launch_row_runs<M>(a, b, out, outer, R, options, streaming);
+      // rows the interleaved kernel would split, and that split into runs too
+      const int64_t runs =
+          splits > 1 && outer * R * int64_t(sizeof(T)) * (a == b ? 1 : 2) <= kRunMaxBytes
+              ? row_run_splits<T>(outer, R)
+              : 1;
+      if (runs > 1) {
+        launch_row_runs<M>(a, b, out, outer, R, runs, options, streaming);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         return;
       }

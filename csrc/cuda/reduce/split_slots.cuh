@@ -44,35 +44,15 @@ __device__ inline A decode_slot(typename SlotCode<A>::Word word) {
   return v;
 }
 
-__device__ inline void store_relaxed(unsigned* p, unsigned v) {
-  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ inline unsigned load_relaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Called by every thread of a block with the block's partial valid in thread 0: writes it to
-// `slot`, counts the block on `counter` (zeroed, reset by the last block) and returns true in
-// every thread of the block that counted last of `expected`. The caller's block_sum ends in a
-// barrier, which also keeps a previous row's readers of is_last ahead of this write.
+// `slot`, counts the block on `counter` with a relaxed ticket and returns true in every thread
+// of the block that counted last of `expected`. The caller's block_sum ends in a barrier, which
+// also keeps a previous row's readers of the ticket's flag ahead of this write.
 template <typename A>
 __device__ inline bool publish_partial(typename SlotCode<A>::Word* slot, A partial,
                                        unsigned* counter, unsigned expected) {
-  __shared__ bool is_last;
-  if (threadIdx.x == 0 && threadIdx.y == 0) {
-    store_relaxed(slot, encode_slot(partial));
-    unsigned before;
-    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(counter)
-                 : "memory");
-    is_last = before == expected - 1;
-    if (is_last) *counter = 0;
-  }
-  __syncthreads();
-  return is_last;
+  return block_ticket<TicketOrder::kRelaxed>(counter, expected,
+                                             [&] { store_relaxed(slot, encode_slot(partial)); });
 }
 
 // In the last block: the sum of slots s = t, t + stride, ... below n, in that order, each
