@@ -28,6 +28,18 @@ def weighted_reference(x, edges, w):
         0, b[keep], w.cpu().flatten()[keep].double())
 
 
+def assert_lane_sums_close(sums, ref, magnitude, dtype):
+    """The lane-sums kernel's accuracy: float64 inputs within 1e-9 of the float64 reference;
+    narrower ones, whose lanes add their share in float32 before a float64 combine, within one
+    float32 rounding (2^-24) of each bin's sum of weight magnitudes (docs/DESIGN.md)."""
+    if dtype == torch.float64:
+        torch.testing.assert_close(sums, ref, rtol=1e-9, atol=1e-9)
+        return
+    err = (sums.double() - ref).abs()
+    bound = 2.0 ** -24 * magnitude
+    assert bool((err <= bound).all()), f"off by {(err / bound.clamp_min(1e-300)).max().item():.3g} bounds"
+
+
 def tricky(n, edges, dtype, device):
     """Random values around the edges, the edges themselves, out-of-range values, NaN, +-inf."""
     lo, hi = edges[0].item(), edges[-1].item()
@@ -170,8 +182,9 @@ def test_cuda_weighted_int_bins_large(dtype, bins, values):
     xd, wd, ed = x.cuda(), w.cuda(), edges.cuda()
     sums = count(xd, ed, wd, uniform=True)
     assert torch.equal(sums, count(xd, ed, wd, uniform=True)), "not deterministic"
-    torch.testing.assert_close(sums.cpu(), count(x, edges, w, uniform=True), rtol=1e-9, atol=1e-9)
-    torch.testing.assert_close(sums.cpu(), weighted_reference(x, edges, w), rtol=1e-9, atol=1e-9)
+    magnitude = weighted_reference(x, edges, w.abs())
+    assert_lane_sums_close(sums.cpu(), count(x, edges, w, uniform=True), magnitude, dtype)
+    assert_lane_sums_close(sums.cpu(), weighted_reference(x, edges, w), magnitude, dtype)
 
 
 @requires_cuda

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smem_ops  # noqa: F401  (registers torch.ops.smem)
 from benchmarks import cublas
-from benchmarks.histograms import global_bins
+from benchmarks.histograms import assert_weighted_close, global_bins
 from benchmarks.read_floor import read_floor
 from benchmarks.timing import (
     copy_ceiling_gbs,
@@ -84,10 +84,11 @@ def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
 
 
 class CloseRef:
-    """Weighted bin sums in float64 against an exact-order reference: within rtol."""
+    """Weighted bin sums in float64 against a float64 reference: smem's accuracy for them
+    (benchmarks.histograms.assert_weighted_close)."""
 
-    def __init__(self, value, rtol=1e-9):
-        self.value, self.rtol = value, rtol
+    def __init__(self, value, magnitude, dtype):
+        self.value, self.magnitude, self.dtype = value, magnitude, dtype
 
 
 def _edges(n, bins, dtype=torch.float32, weights=True, uniform=True):
@@ -102,8 +103,9 @@ def _edges(n, bins, dtype=torch.float32, weights=True, uniform=True):
     b = global_bins(x, edges)
     keep = b >= 0
     if weights:
-        ref = CloseRef(torch.zeros(bins, dtype=torch.float64, device=dev).index_add_(
-            0, b[keep], w[keep].double()))
+        sums = torch.zeros(bins, dtype=torch.float64, device=dev).index_add_(
+            0, b[keep], w[keep].double())
+        ref = CloseRef(sums, sums, dtype)  # weights in [0, 1): the sums are the magnitudes
     else:
         ref = torch.bincount(b[keep], minlength=bins).double()
     nbytes = x.numel() * x.element_size() * (2 if weights else 1)
@@ -150,6 +152,8 @@ CASES = {
     "sum_256m": lambda: _sum(1 << 28),
     "sum_64m": lambda: _sum(1 << 26),
     "sum_bf16_1m": lambda: _sum(1 << 20, torch.bfloat16),
+    "sum_fp16_1m": lambda: _sum(1 << 20, torch.float16),
+    "sum_fp16_16m": lambda: _sum(1 << 24, torch.float16),
     "sum_odd_1m": lambda: _sum((1 << 20) + 3),
     "sum_rows_4x4m": lambda: _sum((4, 1 << 22), dim=-1),
     "sum_rows_64x256k": lambda: _sum((64, 1 << 18), dim=-1),
@@ -165,6 +169,8 @@ CASES = {
     "compile_sum_bf16_1m": lambda: _sum(1 << 20, torch.bfloat16, impl="compile"),
     "compile_sum_bf16_16m": lambda: _sum(1 << 24, torch.bfloat16, impl="compile"),
     "compile_sum_64m": lambda: _sum(1 << 26, impl="compile"),
+    "compile_sum_rows_8192": lambda: _sum((8192, 8192), dim=-1, impl="compile"),
+    "compile_sum_rows_8192_bf16": lambda: _sum((8192, 8192), torch.bfloat16, dim=-1, impl="compile"),
     "compile_sum_mid": lambda: _sum((32, 4096, 128), dim=1, impl="compile"),
     "compile_sum_mid_bf16": lambda: _sum((32, 4096, 128), torch.bfloat16, dim=1, impl="compile"),
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
@@ -263,7 +269,7 @@ def check(out, ref):
     if ref is None:
         return
     if isinstance(ref, CloseRef):
-        torch.testing.assert_close(out, ref.value, rtol=ref.rtol, atol=ref.rtol)
+        assert_weighted_close(out, ref.value, ref.magnitude, ref.dtype)
         return
     if isinstance(ref, torch.Tensor):
         if out.dtype != ref.dtype:  # histogram counts (any dtype) against float64: exact

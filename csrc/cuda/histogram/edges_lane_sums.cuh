@@ -1,19 +1,23 @@
 // Weighted sums over bin edges (torch.histogram's rules, histogram_edges.h) without a warp
 // collective or an atomic per element: each lane adds its weights into its own column of its
-// warp's float64 copy of the bins, so the order of every add is fixed and the sums are
-// deterministic.
+// warp's copy of the bins, so the order of every add is fixed and the sums are deterministic.
 //
 // A warp's copy is [bins + 1][kLaneSumsColumns] (the last row spare); lane l adds to column
 // l % 8, and the four lanes that share a column take turns (four rounds per batch, a __syncwarp
 // between them). Every lane runs every round with its reads and writes predicated on its turn,
 // not behind a branch, so the rounds are one straight-line block that the compiler interleaves
-// with the rest of the batch. Eight columns keep a copy at 2 KiB per 32 bins (plus the spare
-// row's 64 bytes), so 14 warps (13 for fp64) fit an SM at 256 bins (32 columns, one per lane,
-// fit 3, too few to hide the latency of the bin rule). The 8 lanes of a round touch 8 columns
-// of 8-byte sums: distinct banks whatever their bins. At the end a warp per bin adds the
-// block's copies (warps in order, then columns by a fixed butterfly) into the block's row of
-// the partials, which sum_partials_kernel adds in a fixed order; the grid depends only on the
-// device and the size.
+// with the rest of the batch. The 8 lanes of a round touch 8 adjacent columns: distinct banks
+// whatever their bins.
+//
+// The copies hold float32 sums for float32 inputs (lane_sum_t) and float64 ones for float64
+// inputs. Float32 copies are 1 KiB per 32 bins, so at 256
+// bins 24 warps fit an SM (kLaneSumsMaxWarps; float64 ones fit 13): the bin rule's latency is
+// hidden by warps, not by loads in flight. A lane column adds at most n / (blocks x warps x 8)
+// weights in float32 before the combine, which is in float64: the error of a bin is within that
+// count times 2^-24 of the sum of its weights' magnitudes, and far below it for random rounding
+// (docs/DESIGN.md). At the end a warp per bin adds the block's copies (warps in order, then
+// columns by a fixed butterfly, in float64) into the block's row of the partials, which
+// sum_partials_kernel adds in a fixed order; the grid depends only on the device and the size.
 //
 // Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),
 // then a read-add-write of the lane's sum. A vector's elements of equal bins are added in
@@ -21,6 +25,8 @@
 // Two batches of kLaneSumsInFlight vectors (input and weights) take turns in registers: one
 // is added while the other's loads are in flight.
 #pragma once
+
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "cuda/histogram/edges_smem.cuh"
@@ -31,30 +37,42 @@ namespace smem::cuda {
 
 using histogram::kLaneSumsColumns;
 using histogram::kLaneSumsInFlight;
-using histogram::kLaneSumsMaxWarps;
 
-// The shared-memory layout of a block: the edges, then a [bins + 1][kLaneSumsColumns] float64
-// copy per warp. Row `bins` is spare: the lanes whose turn it is add the weights they drop, or
-// have added in registers already, there (one lane per column at a time), unread.
+// The type of the lanes' sums for inputs (and weights) of type T.
+template <typename T>
+using lane_sum_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Warps per block at most: as many as float32 copies of 256 bins leave room for, and for float64
+// ones 16, whose launch bounds leave the kernel its registers (13 fit at 256 bins).
+template <typename T>
+constexpr int lane_sums_max_warps() {
+  return std::is_same_v<lane_sum_t<T>, float> ? histogram::kLaneSumsMaxWarps
+                                              : histogram::kLaneSumsMaxWarpsFp64;
+}
+
+// The shared-memory layout of a block: the edges, then a [bins + 1][kLaneSumsColumns] copy of
+// lane_sum_t per warp. Row `bins` is spare: the lanes whose turn it is add the weights they drop,
+// or have added in registers already, there (one lane per column at a time), unread.
 template <typename T>
 struct LaneSumsSmem : EdgesFirst<T> {
+  using Sum = lane_sum_t<T>;
   int warps;
 
   __host__ __device__ int64_t warp_sums() const {
     return (int64_t(this->bins) + 1) * kLaneSumsColumns;
   }
-  __host__ __device__ int64_t warp_bytes() const { return warp_sums() * sizeof(double); }
+  __host__ __device__ int64_t warp_bytes() const { return warp_sums() * sizeof(Sum); }
   __host__ __device__ int64_t bytes() const { return this->edges_bytes() + warps * warp_bytes(); }
-  __device__ double* copy_at(unsigned char* base, int warp) const {
-    return this->template copies_at<double>(base) + warp * warp_sums();
+  __device__ Sum* copy_at(unsigned char* base, int warp) const {
+    return this->template copies_at<Sum>(base) + warp * warp_sums();
   }
 
-  // The most warps (up to kLaneSumsMaxWarps) whose copies fit `budget` bytes; 0 if none does.
+  // The most warps (up to lane_sums_max_warps) whose copies fit `budget` bytes; 0 if none does.
   static LaneSumsSmem choose(int64_t E, int64_t budget) {
     LaneSumsSmem l{EdgesFirst<T>::of(E), 0};
     if (E > (int64_t(1) << 20)) return l;  // far beyond any shared memory
-    l.warps = static_cast<int>(
-        std::clamp<int64_t>((budget - l.edges_bytes()) / l.warp_bytes(), 0, kLaneSumsMaxWarps));
+    l.warps = static_cast<int>(std::clamp<int64_t>((budget - l.edges_bytes()) / l.warp_bytes(), 0,
+                                                   lane_sums_max_warps<T>()));
     return l;
   }
 };
@@ -120,23 +138,35 @@ __device__ inline void store_sum_if(bool on, double* p, double v) {
                :
                : "r"(int(on)), "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "d"(v));
 }
+__device__ inline float load_sum_if(bool on, const float* p) {
+  float v = 0.0f;
+  asm volatile("{\n .reg .pred on;\n setp.ne.b32 on, %2, 0;\n @on ld.shared.f32 %0, [%1];\n}"
+               : "+f"(v)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(int(on)));
+  return v;
+}
+__device__ inline void store_sum_if(bool on, float* p, float v) {
+  asm volatile("{\n .reg .pred on;\n setp.ne.b32 on, %0, 0;\n @on st.shared.f32 [%1], %2;\n}"
+               :
+               : "r"(int(on)), "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "f"(v));
+}
 
 // Adds a batch's weights (U vectors) to the lane's sums of their bins (bin < 0: none, added to
 // row `spare`); `mine` points at the lane's column in bin 0, bin b is mine[b * kColumns]. A
 // vector's equal bins are combined first, in element order, so that its reads are of distinct
 // bins (only the unread spare row repeats) and need not wait on each other's writes. Every lane of
 // the warp must call it (the rounds' __syncwarp).
-template <int kColumns, typename T, int V, int U>
-__device__ inline void add_to_lane_sums(double* mine, const int* bins, const Vec<T, V> (&ws)[U],
+template <int kColumns, typename S, typename T, int V, int U>
+__device__ inline void add_to_lane_sums(S* mine, const int* bins, const Vec<T, V> (&ws)[U],
                                         int lane, int spare) {
   int row[U][V];
-  double add[U][V];
+  S add[U][V];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       row[u][k] = bins[u * V + k] < 0 ? spare : bins[u * V + k];
-      add[u][k] = static_cast<double>(ws[u].v[k]);
+      add[u][k] = static_cast<S>(ws[u].v[k]);
     }
 #pragma unroll
     for (int j = 0; j < V; ++j)
@@ -153,7 +183,7 @@ __device__ inline void add_to_lane_sums(double* mine, const int* bins, const Vec
     const bool turn = lane / kColumns == round;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      double old[V];
+      S old[V];
 #pragma unroll
       for (int k = 0; k < V; ++k) old[k] = load_sum_if(turn, &mine[row[u][k] * kColumns]);
 #pragma unroll
@@ -165,17 +195,18 @@ __device__ inline void add_to_lane_sums(double* mine, const int* bins, const Vec
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kLaneSumsMaxWarps * kWarpSize)
+__global__ void __launch_bounds__(lane_sums_max_warps<T>() * kWarpSize)
 weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
                         LaneSumsSmem<T> layout, bool uniform, bool streaming, double* partials) {
+  using S = lane_sum_t<T>;
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int V = vec_width<T>(), kInFlight = kLaneSumsInFlight, kColumns = kLaneSumsColumns;
   using VecT = Vec<T, V>;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int E = layout.edges, bins = layout.bins;
-  const T* edges = layout.template stage<double>(smem, edges_in, layout.warps * layout.warp_sums());
+  const T* edges = layout.template stage<S>(smem, edges_in, layout.warps * layout.warp_sums());
   const T left = edges[0], right = edges[E - 1];
-  double* mine = layout.copy_at(smem, warp) + lane % kColumns;
+  S* mine = layout.copy_at(smem, warp) + lane % kColumns;
 
   const int64_t nvec = n / V;
   const auto* xv = reinterpret_cast<const VecT*>(x);
@@ -238,7 +269,7 @@ weigh_over_edges_kernel(const T* x, const T* w, int64_t n, const T* edges_in,
   __syncthreads();
 
   // A warp per bin: lane l < kColumns adds column l over the copies in warp order, then the
-  // columns meet in a butterfly (the same order every launch).
+  // columns meet in a butterfly (the same order every launch), all in float64.
   for (int b = warp; b < bins; b += layout.warps) {
     double sum = 0;
     if (lane < kColumns)

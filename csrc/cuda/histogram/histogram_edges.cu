@@ -8,12 +8,13 @@
 //   counts    32-bit counters in shared memory, a copy per warp (or per group of warps) so that
 //             warps don't contend; flushed with 64-bit integer atomics. Integer adds commute,
 //             so the counts are exact and independent of scheduling.
-//   weighted  float64 sums must be added in a fixed order. Int bins over large inputs and at
-//             most 256 bins: lane sums (edges_lane_sums.cuh), faster there. Otherwise (tensor
-//             edges, whose longer search needs more warps; small inputs; more bins) each warp
-//             owns a private copy of the bins: for each element slot, the lanes holding the same
-//             bin find each other (__match_any_sync) and the lowest of them adds their weights
-//             in lane order, so a bin gets one add per step from one writer. Both kernels add
+//   weighted  sums must be added in a fixed order. Int bins over large inputs and at most 256
+//             bins: lane sums (edges_lane_sums.cuh; float32 lanes for float32 inputs, then
+//             float64), faster there. Otherwise (tensor edges, whose longer search needs more
+//             warps; small inputs; more bins) each warp owns a private float64 copy of the bins:
+//             for each element slot, the lanes holding the same bin find each other
+//             (__match_any_sync) and the lowest of them adds their weights in lane order, so a
+//             bin gets one add per step from one writer. Both kernels add
 //             each block's copies in a fixed order into its row of a [grid, bins] partials
 //             buffer, and a second kernel adds the rows in a fixed order. The grid depends only on
 //             the device and the size.

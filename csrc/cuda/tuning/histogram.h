@@ -49,15 +49,18 @@ constexpr int64_t kLut16MinElementsPerSm = 8 * 65536;
 constexpr int kNarrowBits = 6;
 // Split groups have at most 2^kMaxSplitLog2 blocks: every block of a group reads every element.
 constexpr int kMaxSplitLog2 = 3;
-// Weighted torch.histogram sums with int bins (histogram/edges_lane_sums.cuh): a float64 copy
-// of the bins per warp with kLaneSumsColumns columns (lanes l and l + 8k share a column and add
-// in turn), kLaneSumsInFlight vectors of input and weights per lane and batch, up to
-// kLaneSumsMaxWarps warps per block. The kernel serves inputs of at least kLaneSumsMinElements
-// and at most kLaneSumsMaxBins bins; smaller inputs, more bins and tensor edges (a longer
-// search, which needs more warps to hide) go to the warp-copy kernel.
+// Weighted torch.histogram sums with int bins (histogram/edges_lane_sums.cuh): a copy of the
+// bins per warp (float32 sums; float64 for float64 inputs) with kLaneSumsColumns columns (lanes
+// l and l + 8k share a column and add in turn), kLaneSumsInFlight vectors of input and weights
+// per lane and batch, up to kLaneSumsMaxWarps warps per block (kLaneSumsMaxWarpsFp64 for float64
+// copies): 24 float32 copies of 256 bins fill 197 KiB, one block per SM, and 24 warps measured
+// faster than 16 or 20 (latency-bound). The kernel serves inputs of at least
+// kLaneSumsMinElements and at most kLaneSumsMaxBins bins; smaller inputs, more bins and tensor
+// edges (a longer search, which needs more warps to hide) go to the warp-copy kernel.
 constexpr int kLaneSumsColumns = 8;
 constexpr int kLaneSumsInFlight = 2;
-constexpr int kLaneSumsMaxWarps = 16;
+constexpr int kLaneSumsMaxWarps = 24;
+constexpr int kLaneSumsMaxWarpsFp64 = 16;
 constexpr int64_t kLaneSumsMinElements = int64_t(1) << 23;
 constexpr int64_t kLaneSumsMaxBins = 256;
 
