@@ -30,13 +30,15 @@ def weighted_reference(x, edges, w):
 
 def assert_lane_sums_close(sums, ref, magnitude, dtype):
     """The lane-sums kernel's accuracy: float64 inputs within 1e-9 of the float64 reference;
-    narrower ones, whose lanes add their share in float32 before a float64 combine, within one
-    float32 rounding (2^-24) of each bin's sum of weight magnitudes (docs/DESIGN.md)."""
+    narrower ones, whose lanes add their share in float32 before a float64 combine, within a
+    quarter of a float32 rounding (2^-26) of each bin's sum of weight magnitudes: measured
+    errors stay below 0.02 of 2^-24 here, while one float32 accumulator per bin would be off by
+    about 2^-24 of it (docs/DESIGN.md)."""
     if dtype == torch.float64:
         torch.testing.assert_close(sums, ref, rtol=1e-9, atol=1e-9)
         return
     err = (sums.double() - ref).abs()
-    bound = 2.0 ** -24 * magnitude
+    bound = 2.0 ** -26 * magnitude
     assert bool((err <= bound).all()), f"off by {(err / bound.clamp_min(1e-300)).max().item():.3g} bounds"
 
 

@@ -122,10 +122,12 @@ def _moe(tokens, top_k, experts, dtype=torch.int64, histc=None):
     return (lambda: histc(ids, experts, 0, hi)), ref, ids.numel() * ids.element_size()
 
 
-def _transpose(shape, dtype=torch.float32):
+def _transpose(shape, dtype=torch.float32, impl="smem"):
     x = (torch.randint(0, 255, shape, device=dev, dtype=torch.uint8).to(dtype)
          if not dtype.is_floating_point else _randn(shape, dtype))
-    return (lambda: ops.transpose(x, -2, -1)), x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
+    op = ((lambda: ops.transpose(x, -2, -1)) if impl == "smem"
+          else (lambda: x.transpose(-2, -1).contiguous()))
+    return op, x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
 
 
 def _copy(nbytes):
@@ -230,6 +232,13 @@ CASES = {
     "t_33x65536": lambda: _transpose((33, 65536), torch.bfloat16),
     "t_65536x33": lambda: _transpose((65536, 33), torch.bfloat16),
     "t_fp32_64": lambda: _transpose((64, 64)),
+    "t_fp32_256": lambda: _transpose((256, 256)),
+    "t_fp32_1k": lambda: _transpose((1024, 1024)),
+    "t_bf16_256": lambda: _transpose((256, 256), torch.bfloat16),
+    "torch_t_fp32_64": lambda: _transpose((64, 64), impl="torch"),
+    "torch_t_fp32_256": lambda: _transpose((256, 256), impl="torch"),
+    "torch_t_fp32_1k": lambda: _transpose((1024, 1024), impl="torch"),
+    "torch_t_bf16_256": lambda: _transpose((256, 256), torch.bfloat16, impl="torch"),
     "copy_4mb": lambda: _copy(4 << 20),
     "copy_64mb": lambda: _copy(64 << 20),
     "copy_256mb": lambda: _copy(256 << 20),

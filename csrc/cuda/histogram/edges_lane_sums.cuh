@@ -10,14 +10,14 @@
 // whatever their bins.
 //
 // The copies hold float32 sums for float32 inputs (lane_sum_t) and float64 ones for float64
-// inputs. Float32 copies are 1 KiB per 32 bins, so at 256
-// bins 24 warps fit an SM (kLaneSumsMaxWarps; float64 ones fit 13): the bin rule's latency is
-// hidden by warps, not by loads in flight. A lane column adds at most n / (blocks x warps x 8)
-// weights in float32 before the combine, which is in float64: the error of a bin is within that
-// count times 2^-24 of the sum of its weights' magnitudes, and far below it for random rounding
-// (docs/DESIGN.md). At the end a warp per bin adds the block's copies (warps in order, then
-// columns by a fixed butterfly, in float64) into the block's row of the partials, which
-// sum_partials_kernel adds in a fixed order; the grid depends only on the device and the size.
+// inputs. Float32 copies are 1 KiB per 32 bins, so at 256 bins 24 warps fit an SM
+// (kLaneSumsMaxWarps; float64 ones fit 13): the bin rule's latency is hidden by warps, not by
+// loads in flight. A lane column adds about n / (blocks x warps x 8) weights in float32 (k)
+// before the combine, which is in float64: a bin's error is within k times 2^-24 of the sum of
+// its weights' magnitudes, and far below it for random rounding (docs/DESIGN.md).
+// At the end a warp per bin adds the block's copies (warps in order, then columns by a fixed
+// butterfly, in float64) into the block's row of the partials, which sum_partials_kernel adds
+// in a fixed order; the grid depends only on the device and the size.
 //
 // Per element: torch's bin rule, the searches of a batch's elements side by side (edge_bins),
 // then a read-add-write of the lane's sum. A vector's elements of equal bins are added in

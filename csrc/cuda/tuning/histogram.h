@@ -53,7 +53,7 @@ constexpr int kMaxSplitLog2 = 3;
 // bins per warp (float32 sums; float64 for float64 inputs) with kLaneSumsColumns columns (lanes
 // l and l + 8k share a column and add in turn), kLaneSumsInFlight vectors of input and weights
 // per lane and batch, up to kLaneSumsMaxWarps warps per block (kLaneSumsMaxWarpsFp64 for float64
-// copies): 24 float32 copies of 256 bins fill 197 KiB, one block per SM, and 24 warps measured
+// copies): 24 float32 copies of 256 bins fill 193 KiB, one block per SM, and 24 warps measured
 // faster than 16 or 20 (latency-bound). The kernel serves inputs of at least
 // kLaneSumsMinElements and at most kLaneSumsMaxBins bins; smaller inputs, more bins and tensor
 // edges (a longer search, which needs more warps to hide) go to the warp-copy kernel.
