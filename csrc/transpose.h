@@ -35,15 +35,20 @@ struct TransposeGeometry {
     for (int i = 0; i < nbatch; ++i) n *= batch_size[i];
     return n;
   }
-  // Input and output offsets (in elements) of batch index n.
+  // Input and output offsets (in elements) of batch index n < batches(). What is left of n at
+  // the outermost dim is its index there: no division (none at all for one batch dim).
   C10_HOST_DEVICE void batch_offsets(int64_t n, int64_t& in, int64_t& out) const {
     in = 0;
     out = 0;
-    for (int i = nbatch - 1; i >= 0; --i) {
+    for (int i = nbatch - 1; i > 0; --i) {
       const int64_t idx = n % batch_size[i];
       n /= batch_size[i];
       in += idx * batch_in_stride[i];
       out += idx * batch_out_stride[i];
+    }
+    if (nbatch > 0) {
+      in += n * batch_in_stride[0];
+      out += n * batch_out_stride[0];
     }
   }
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cuda/common.cuh"
+#include "cuda/transpose/tile_walk.cuh"
 #include "cuda/tuning/transpose.h"
 #include "transpose.h"
 
@@ -22,20 +23,16 @@ namespace smem::cuda::transpose {
 template <typename E, typename Word, int kCells>
 __global__ void __launch_bounds__(kCells * kCells)
 transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
-                       bool stream_out) {
+                       const TileWalk walk, bool stream_out) {
   constexpr int P = sizeof(Word) / sizeof(E);
   static_assert(P * kCells * (kCells + 1) * sizeof(Word) <= 48 * 1024, "planes exceed smem");
   __shared__ Word plane[P][kCells][kCells + 1];  // [output row in cell][col cell][row cell]
-  const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);  // in cells
-  const int64_t row_tiles = ceil_div(rows, kCells), col_tiles = ceil_div(cols, kCells);
-  const int64_t per_batch = row_tiles * col_tiles;
-  const int64_t total = g.batches() * per_batch;
   const int lane_fast = threadIdx.x % kCells, lane_slow = threadIdx.x / kCells;
-  for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    int64_t in_off, out_off;
-    g.batch_offsets(t / per_batch, in_off, out_off);
-    const int64_t rc0 = (t % per_batch) / col_tiles * kCells;
-    const int64_t cc0 = (t % per_batch) % col_tiles * kCells;
+  for (int64_t t = blockIdx.x; t < walk.total; t += gridDim.x) {
+    int64_t batch, row_tile, col_tile, in_off, out_off;
+    walk.locate(t, batch, row_tile, col_tile);
+    g.batch_offsets(batch, in_off, out_off);
+    const int64_t rc0 = row_tile * kCells, cc0 = col_tile * kCells;  // in cells
     {  // Read: consecutive threads take consecutive row cells of one input line.
       const int64_t r0 = (rc0 + lane_fast) * P, c0 = (cc0 + lane_slow) * P;
       E v[P][P] = {};  // v[j][i] = element (r0 + i, c0 + j)
@@ -96,12 +93,12 @@ transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
 template <typename E, typename Word, int kCells>
 void launch_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
   constexpr int P = sizeof(Word) / sizeof(E);
-  const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);
-  const int64_t tiles = g.batches() * ceil_div(rows, kCells) * ceil_div(cols, kCells);
+  const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);  // in cells
+  const TileWalk walk = TileWalk::of(g, ceil_div(rows, kCells), ceil_div(cols, kCells));
   const bool stream_out =
       g.batches() * g.rows * g.cols * int64_t(sizeof(E)) > current_device_info().l2_bytes;
   transpose_cells_kernel<E, Word, kCells>
-      <<<block_per_item(tiles), kCells * kCells, 0, stream>>>(in, out, g, stream_out);
+      <<<block_per_item(walk.total), kCells * kCells, 0, stream>>>(in, out, g, walk, stream_out);
 }
 
 }  // namespace smem::cuda::transpose

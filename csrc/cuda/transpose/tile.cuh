@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cuda/common.cuh"
+#include "cuda/transpose/tile_walk.cuh"
 #include "cuda/tuning/transpose.h"
 #include "transpose.h"
 
@@ -94,20 +95,18 @@ struct PackedBlock {
 // kTile x kTile cells of Block (each P x P elements), rows of kTile + kPad cells.
 template <typename E, typename Block, int kTile, int kPad>
 __global__ void __launch_bounds__(kTileThreadsX * kTileThreadsY)
-transpose_tile_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g) {
+transpose_tile_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
+                      const TileWalk walk) {
   using Smem = typename Block::Smem;
   static_assert(kTile % kTileThreadsX == 0 && kTile % kTileThreadsY == 0, "tile shape");
   static_assert(kTile * (kTile + kPad) * sizeof(Smem) <= 48 * 1024, "tile exceeds static smem");
   __shared__ Smem tile[kTile][kTile + kPad];  // [col - c0][row - r0], in cells
   const int64_t rows = ceil_div(g.rows, Block::P), cols = ceil_div(g.cols, Block::P);
-  const int64_t row_tiles = ceil_div(rows, kTile), col_tiles = ceil_div(cols, kTile);
-  const int64_t per_batch = row_tiles * col_tiles;
-  const int64_t total = g.batches() * per_batch;
-  for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    int64_t in_off, out_off;
-    g.batch_offsets(t / per_batch, in_off, out_off);
-    const int64_t r0 = (t % per_batch) / col_tiles * kTile;
-    const int64_t c0 = (t % per_batch) % col_tiles * kTile;
+  for (int64_t t = blockIdx.x; t < walk.total; t += gridDim.x) {
+    int64_t batch, row_tile, col_tile, in_off, out_off;
+    walk.locate(t, batch, row_tile, col_tile);
+    g.batch_offsets(batch, in_off, out_off);
+    const int64_t r0 = row_tile * kTile, c0 = col_tile * kTile;
     // Read: lanes walk the rows dim, the input's contiguous one. All loads of a thread are
     // independent, so the unrolled loops keep kTile^2 / 256 of them in flight.
 #pragma unroll
@@ -138,9 +137,10 @@ transpose_tile_kernel(const E* __restrict__ in, E* __restrict__ out, const Trans
 template <typename E, typename Block, int kTile, int kPad>
 void launch_tiles(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
   const int64_t rows = ceil_div(g.rows, Block::P), cols = ceil_div(g.cols, Block::P);
-  const int64_t tiles = g.batches() * ceil_div(rows, kTile) * ceil_div(cols, kTile);
+  const TileWalk walk = TileWalk::of(g, ceil_div(rows, kTile), ceil_div(cols, kTile));
   transpose_tile_kernel<E, Block, kTile, kPad>
-      <<<block_per_item(tiles), dim3(kTileThreadsX, kTileThreadsY), 0, stream>>>(in, out, g);
+      <<<block_per_item(walk.total), dim3(kTileThreadsX, kTileThreadsY), 0, stream>>>(in, out, g,
+                                                                                      walk);
 }
 
 }  // namespace smem::cuda::transpose
