@@ -13,7 +13,6 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
-#include "cuda/transpose/tile_walk.cuh"
 #include "cuda/tuning/transpose.h"
 #include "transpose.h"
 
@@ -48,8 +47,7 @@ constexpr int skinny_pitch() {
 
 template <typename E, int kVec, bool kFlatOut>
 __global__ void __launch_bounds__(kSkinnyThreads, skinny_min_blocks<E>())
-transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
-                        const TileWalk walk) {
+transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g) {
   using VecE = Vec<E, kVec>;
   constexpr int L = skinny_chunk<E>();
   constexpr int kLineVecs = L / kVec;  // vectors per line segment
@@ -58,17 +56,18 @@ transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const Tra
   const int S = static_cast<int>(kFlatOut ? g.cols : g.rows);
   const int64_t n_long = kFlatOut ? g.rows : g.cols;
   const SmallDivisor by_short(S);
+  const int64_t chunks = ceil_div(n_long, L);
+  const int64_t total = g.batches() * chunks;
   // A loaded vector and the slot it came from: vector `slot` of the segments (line
   // slot / kLineVecs) or of the run.
   struct Loaded {
     int slot;
     VecE v;
   };
-  for (int64_t t = blockIdx.x; t < walk.total; t += gridDim.x) {
-    int64_t batch, row, chunk, in_off, out_off;
-    walk.locate(t, batch, row, chunk);
-    g.batch_offsets(batch, in_off, out_off);
-    const int64_t l0 = chunk * L;
+  for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    int64_t in_off, out_off;
+    g.batch_offsets(t / chunks, in_off, out_off);
+    const int64_t l0 = (t % chunks) * L;
     const int len = static_cast<int>(std::min<int64_t>(L, n_long - l0));
     const int count = S * len;  // elements of the run
     // Line s of the segments starts at line(s); element l of the chunk is at line(s)[l * step].

@@ -1,9 +1,10 @@
-// Where a transpose block's work item lies. Items (tiles, chunks, row segments) are numbered
+// Where a transpose block's work item lies. Items (tiles, row segments) are numbered
 // t = (batch * row_items + row) * col_items + col, and a block strides over t. The counts are set
 // up on the host; where they fit 31 bits (short of 2^31 items, always in practice), a kernel
 // splits t with a multiply-high and a shift (at::cuda::detail::IntDivider) instead of 64-bit
 // divisions, whose emulation is a long dependent chain before a block's first load: a kernel of
-// a few blocks is latency-bound, so that chain adds straight to its time.
+// a few blocks is latency-bound, so that chain adds straight to its time. (The skinny kernel
+// keeps its one division per chunk: at its 64-register bound the walk made it spill.)
 #pragma once
 
 #include <ATen/cuda/detail/IntegerDivider.cuh>

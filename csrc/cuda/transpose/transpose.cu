@@ -73,12 +73,12 @@ bool launch_skinny(const E* in, E* out, const TransposeGeometry& g, cudaStream_t
   const bool vectors =
       P > 1 && is_aligned(in, 16) && batch_strides_multiple_of(g, P) &&
       (flat_out ? g.row_in_stride == 1 && g.col_in_stride % P == 0 : g.row_out_stride % P == 0);
-  const TileWalk walk = TileWalk::of(g, 1, ceil_div(flat_out ? g.rows : g.cols, L));
+  const int64_t chunks = g.batches() * ceil_div(flat_out ? g.rows : g.cols, L);
   auto* kernel =
       flat_out
           ? (vectors ? transpose_skinny_kernel<E, P, true> : transpose_skinny_kernel<E, 1, true>)
           : (vectors ? transpose_skinny_kernel<E, P, false> : transpose_skinny_kernel<E, 1, false>);
-  kernel<<<block_per_item(walk.total), kSkinnyThreads, 0, stream>>>(in, out, g, walk);
+  kernel<<<block_per_item(chunks), kSkinnyThreads, 0, stream>>>(in, out, g);
   return true;
 }
 
