@@ -19,7 +19,7 @@ namespace smem::cuda::transpose {
 
 struct TileWalk {
   int64_t total = 0, per_batch = 1, col_items = 1;
-  bool narrow = false;  // total <= INT32_MAX: the divisors below are set
+  bool narrow = false;  // 0 < total <= INT32_MAX: the divisors below are set
   at::cuda::detail::IntDivider<unsigned> per_batch_div, col_div;
 
   static TileWalk of(const TransposeGeometry& g, int64_t row_items, int64_t col_items) {
