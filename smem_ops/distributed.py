@@ -27,13 +27,12 @@ if it already is. ``register()`` does it explicitly.
 
 from __future__ import annotations
 
-import importlib.abc
 import math
-import sys
 import threading
-import warnings
 
 import torch
+
+from ._on_import import call_after_import
 
 __all__ = ["register"]
 
@@ -315,49 +314,9 @@ def register() -> None:
         _registered = True
 
 
-class _RegisterOnImport(importlib.abc.MetaPathFinder):
-    """Registers the rules right after torch.distributed.tensor is first imported."""
-
-    NAME = "torch.distributed.tensor"
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.NAME:
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = getattr(finder, "find_spec", lambda *a: None)(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenRegister(spec.loader)
-                return spec
-        return None
-
-
-class _ThenRegister(importlib.abc.Loader):
-    def __init__(self, inner):
-        self._inner = inner
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        try:  # never break the user's import of torch.distributed.tensor
-            register()
-        except Exception as e:  # noqa: BLE001
-            warnings.warn(f"smem_ops: DTensor sharding rules not registered: {e!r}", stacklevel=2)
-
-    def __getattr__(self, name):  # get_source, get_filename, is_package, ...
-        return getattr(self._inner, name)
-
-
 def _install() -> None:
-    if not torch.distributed.is_available():
-        return
-    if _RegisterOnImport.NAME in sys.modules:
-        register()
-    elif not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterOnImport())
+    if torch.distributed.is_available():
+        call_after_import("torch.distributed.tensor", register, "DTensor sharding rules")
 
 
 _install()

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ._on_import import call_after_import
+
 _ops = torch.ops.smem
 # The wrappers call each op's OpOverload, positionally and without the arguments that equal the
 # schema's defaults: resolving the overload packet, and parsing each argument against the
@@ -97,16 +99,26 @@ sum_of_squares = _reduction(_ops.sum_of_squares.default, True, "sum_of_squares",
     """)
 
 
-def dot(x: Tensor, other: Tensor) -> Tensor:
+def _dot_python(x: Tensor, other: Tensor) -> Tensor:
     """Dot product of two 1-D tensors of the same length and dtype, like :func:`torch.dot`.
 
     Integers accumulate in int64 and are returned in the input dtype, as torch does.
     """
-    if _compiling():
-        return _dot(x, other)
-    if type(x) in _PLAIN and type(other) in _PLAIN and not _tf_mode():
-        return _C._dot(x, other)
-    return _dot_eager(x, other)
+    return _dot(x, other) if _compiling() else _dot_eager(x, other)
+
+
+_dot_python.__name__ = _dot_python.__qualname__ = "dot"  # as errors name it
+
+
+# smem_ops.dot is a C function (csrc/python/module.cpp) that takes the typed call for two plain
+# tensors and hands every other call to _dot_python; torch.compile traces _dot_python in its place,
+# registered once torch._dynamo is imported (importing it here would cost every import a second).
+if _C is not None:
+    dot = _C._make_dot(_dot_python, torch.nn.Parameter)
+    call_after_import("torch._dynamo", lambda: torch.compiler.substitute_in_graph(dot)(_dot_python),
+                      "torch.compile's stand-in for smem_ops.dot")
+else:
+    dot = _dot_python
 
 
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:

@@ -1,5 +1,6 @@
 """Dispatcher integration: opcheck, gradcheck, torch.compile, torch.export."""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -162,6 +163,26 @@ def test_fast_calls_match_the_overloads(device):
         smem_ops.sum_of_squares(x, -3)
     with pytest.raises(ValueError, match="smem.dot: 1D tensors expected"):
         smem_ops.dot(x, x)
+    # smem_ops.dot is a C function: keywords and bad calls go to its Python wrapper
+    assert str(inspect.signature(smem_ops.dot)) == "(x, other)"
+    assert torch.equal(smem_ops.dot(other=b, x=a), OPS.dot.default(a, b))
+    with pytest.raises(TypeError, match=r"dot\(\) missing 1 required positional argument"):
+        smem_ops.dot(a)
+    with pytest.raises(RuntimeError, match="Expected a value of type 'Tensor' for argument 'other'"):
+        smem_ops.dot(a, 1.0)
+
+
+def test_dot_compiles_when_dynamo_comes_after_smem_ops():
+    """torch.compile traces smem_ops.dot through the stand-in registered when torch._dynamo is
+    first imported, which importing smem_ops does not do (it costs a second)."""
+    code = ("import sys, torch, smem_ops\n"
+            "assert 'torch._dynamo' not in sys.modules\n"
+            "x = torch.randn(8)\n"
+            "f = torch.compile(lambda a, b: smem_ops.dot(a, b) * 2, fullgraph=True)\n"
+            "assert torch.equal(f(x, x), smem_ops.dot(x, x) * 2)\n")
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_fast_calls_leave_torch_function_to_the_overloads():

@@ -2,10 +2,15 @@
 // wrappers. The ops themselves are torch.ops.smem.*, defined in smem.cpp and always reached
 // through the dispatcher. The only file that includes Python: the plain library
 // (CMakeLists.txt) leaves it out.
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <Python.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
+
+#include <string>
 
 #include "smem.h"
 #include "smem_ops/smem_ops.h"
@@ -27,6 +32,56 @@ at::Tensor reduce_dim(const at::Tensor& x, int64_t dim, bool squares) {
   return squares ? smem_ops::sum_of_squares(x, dims) : smem_ops::sum(x, dims);
 }
 
+// smem_ops.dot itself, a C function: at a tiny call, the Python wrapper's frame and checks cost
+// more than torch.dot's whole binding. Two plain tensors (torch.Tensor or nn.Parameter, so no
+// __torch_function__ of their own) with no torch function mode active take the typed call; any
+// other call (keywords, subclasses, modes, bad arguments) goes to the Python wrapper, which is
+// also what torch.compile traces in its place (smem_ops/ops.py).
+struct DotEntry {
+  PyObject* python_dot = nullptr;     // smem_ops.ops._dot_python
+  PyTypeObject* parameter = nullptr;  // torch.nn.Parameter
+  std::string doc;                    // its text signature, then the Python wrapper's doc
+  PyMethodDef def{};
+};
+DotEntry dot_entry;
+
+bool plain_tensor(PyObject* o) {
+  return Py_TYPE(o) == reinterpret_cast<PyTypeObject*>(THPVariableClass) ||
+         Py_TYPE(o) == dot_entry.parameter;
+}
+
+PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  if (nargs == 2 && kwnames == nullptr && plain_tensor(args[0]) && plain_tensor(args[1]) &&
+      !at::impl::torch_function_mode_enabled()) {
+    const at::Tensor& x = THPVariable_Unpack(args[0]);
+    const at::Tensor& other = THPVariable_Unpack(args[1]);
+    at::Tensor out;
+    {
+      const py::gil_scoped_release no_gil;
+      out = smem_ops::dot(x, other);
+    }
+    return THPVariable_Wrap(std::move(out));
+  }
+  return PyObject_Vectorcall(dot_entry.python_dot, args, nargs, kwnames);
+  END_HANDLE_TH_ERRORS
+}
+
+// Builds smem_ops.dot once, over the Python wrapper it falls back to.
+py::object make_dot(py::object python_dot, py::object parameter) {
+  TORCH_CHECK(dot_entry.python_dot == nullptr, "smem_ops.dot is built once");
+  dot_entry.python_dot = python_dot.release().ptr();  // held for the life of the process
+  dot_entry.parameter = reinterpret_cast<PyTypeObject*>(parameter.release().ptr());
+  dot_entry.doc = "dot(x, other)\n--\n\n" +
+                  py::cast<std::string>(py::getattr(py::handle(dot_entry.python_dot), "__doc__"));
+  dot_entry.def = {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dot)),
+                   METH_FASTCALL | METH_KEYWORDS, dot_entry.doc.c_str()};
+  const py::str module("smem_ops");
+  PyObject* fn = PyCFunction_NewEx(&dot_entry.def, nullptr, module.ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -43,5 +98,5 @@ PYBIND11_MODULE(_C, m) {
         "smem.sum (squares=False) or smem.sum_of_squares of x over every dim");
   m.def("_reduce_dim", &reduce_dim, no_gil,
         "smem.sum (squares=False) or smem.sum_of_squares of x over one dim");
-  m.def("_dot", &smem_ops::dot, no_gil, "smem.dot(x, other)");
+  m.def("_make_dot", &make_dot, "smem_ops.dot as a C function over its Python wrapper");
 }
