@@ -99,7 +99,8 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
                   const at::TensorOptions& options) {
   using A = acc_t<T>;
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  const bool streaming = stream_once(outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2));
+  const int64_t bytes_read = outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2);
+  const bool streaming = stream_once(bytes_read);
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
     kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
@@ -111,7 +112,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     if constexpr (std::is_same_v<T, float>) {
       // rows the interleaved kernel would split, and that split into runs too
       const int64_t runs =
-          splits > 1 && outer * R * int64_t(sizeof(T)) * (a == b ? 1 : 2) <= kRunMaxBytes
+          splits > 1 && bytes_read <= kRunMaxBytes
               ? row_run_splits<T>(outer, R)
               : 1;
       if (runs > 1) {

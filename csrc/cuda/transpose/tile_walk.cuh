@@ -20,7 +20,7 @@ namespace smem::cuda::transpose {
 struct TileWalk {
   int64_t total = 0, per_batch = 1, col_items = 1;
   bool narrow = false;  // 0 < total <= INT32_MAX: the divisors below are set
-  at::cuda::detail::IntDivider<unsigned> per_batch_div, col_div;
+  at::cuda::detail::IntDivider<unsigned> per_batch_div{}, col_div{};  // zero unless narrow
 
   static TileWalk of(const TransposeGeometry& g, int64_t row_items, int64_t col_items) {
     TileWalk w;
