@@ -8,7 +8,7 @@ torch.ops.aten rows call torch's own kernels through the OpOverload path that ev
 registered with torch.library (torch.ops.smem too) is called through from Python.
 
 Host clock (time.perf_counter): the median over 25 batches of the time per call in a batch of
-400 calls. CUDA calls are not synchronized one by one (a 16-element kernel runs faster than a
+400 calls, the impls of a case taking turns batch by batch. CUDA calls are not synchronized one by one (a 16-element kernel runs faster than a
 host launches it); the device is synchronized before each batch. Every result is checked
 against torch's first.
 """
@@ -28,20 +28,24 @@ from .provenance import RESULTS, SCRATCH, save_json, slug
 ops = torch.ops.smem
 
 
-def per_call_us(fn, device: str, batches: int = 25, calls: int = 400) -> float:
-    for _ in range(50):
-        fn()
-    times = []
-    for _ in range(batches):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def per_call_us(impls: dict, device: str, batches: int = 25, calls: int = 400) -> dict:
+    """Each impl's median time per call. The impls' batches take turns, so that a drift of the
+    host's speed during the run (other processes, clocks) reaches every impl alike."""
+    for fn in impls.values():
+        for _ in range(50):
             fn()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
+    times = {k: [] for k in impls}
+    for _ in range(batches):
+        for k, fn in impls.items():
+            if device == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[k].append((time.perf_counter() - t0) / calls * 1e6)
     if device == "cuda":
         torch.cuda.synchronize()
-    return statistics.median(times)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def cases(device: str):
@@ -93,7 +97,7 @@ def main(argv=None) -> int:
     for device in devices:
         for name, impls in cases(device):
             check(name, impls)
-            times = {k: per_call_us(fn, device) for k, fn in impls.items()}
+            times = per_call_us(impls, device)
             base = times[next(k for k in times
                               if k.startswith("torch") and not k.startswith("torch.ops"))]
             for impl, us in times.items():
