@@ -2,6 +2,7 @@
 
     python3 tools/probe.py sum_1m sum_16m hist_bf16          # selected cases
     python3 tools/probe.py all --tag FILL=4                  # every case, tagged lines
+    python3 tools/probe.py t:float32:181x181 torch_t:float32:181x181   # any transpose shape
 
 Both clocks of the benchmark (benchmarks/timing.py): device time (kernel durations from CUPTI,
 median, L2 flushed before each call) and wall time (do_bench, median, L2 flushed). Prints one
@@ -13,6 +14,7 @@ each call after their own preparation).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -130,6 +132,12 @@ def _transpose(shape, dtype=torch.float32, impl="smem"):
     return op, x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
 
 
+def _transpose_named(name):
+    impl, dtype, shape = name.split(":")
+    return _transpose(tuple(int(d) for d in shape.split("x")), getattr(torch, dtype),
+                      "torch" if impl == "torch_t" else "smem")
+
+
 def _copy(nbytes):
     """torch's device copy moving nbytes in all (half read, half written): what the ceiling's
     own kernel reaches at a sum's size, under the same flush."""
@@ -232,11 +240,21 @@ CASES = {
     "t_33x65536": lambda: _transpose((33, 65536), torch.bfloat16),
     "t_65536x33": lambda: _transpose((65536, 33), torch.bfloat16),
     "t_fp32_64": lambda: _transpose((64, 64)),
+    "t_fp32_128": lambda: _transpose((128, 128)),
+    "t_fp32_181": lambda: _transpose((181, 181)),
     "t_fp32_256": lambda: _transpose((256, 256)),
+    "t_fp32_4x64x64": lambda: _transpose((4, 64, 64)),
+    "t_bf16_128": lambda: _transpose((128, 128), torch.bfloat16),
+    "t_u8_128": lambda: _transpose((128, 128), torch.uint8),
     "t_fp32_1k": lambda: _transpose((1024, 1024)),
     "t_bf16_256": lambda: _transpose((256, 256), torch.bfloat16),
     "torch_t_fp32_64": lambda: _transpose((64, 64), impl="torch"),
+    "torch_t_fp32_128": lambda: _transpose((128, 128), impl="torch"),
+    "torch_t_fp32_181": lambda: _transpose((181, 181), impl="torch"),
     "torch_t_fp32_256": lambda: _transpose((256, 256), impl="torch"),
+    "torch_t_fp32_4x64x64": lambda: _transpose((4, 64, 64), impl="torch"),
+    "torch_t_bf16_128": lambda: _transpose((128, 128), torch.bfloat16, impl="torch"),
+    "torch_t_u8_128": lambda: _transpose((128, 128), torch.uint8, impl="torch"),
     "torch_t_fp32_1k": lambda: _transpose((1024, 1024), impl="torch"),
     "torch_t_bf16_256": lambda: _transpose((256, 256), torch.bfloat16, impl="torch"),
     "copy_4mb": lambda: _copy(4 << 20),
@@ -312,6 +330,9 @@ def main(argv=None):
     for name in names:  # copy:<bytes>: the device copy moving that many bytes in all
         if name.startswith("copy:"):
             CASES[name] = lambda n=int(name[5:]): _copy(n)
+        # t:<dtype>:<d0>x<d1>[x...], torch_t:...: smem's (torch's) transpose of the last two dims
+        if name.split(":")[0] in ("t", "torch_t"):
+            CASES[name] = functools.partial(_transpose_named, name)
     ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
                else copy_ceiling_gbs(dev))
     for name in names:

@@ -19,7 +19,9 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 
 // transpose/transpose.cu
-at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1);
+// gather_tiny=false: no gather kernel for tiny inputs (_transpose_variant's "final:staged")
+at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
+                          bool gather_tiny = true);
 
 // histogram/histc.cu: smem.histc, in the variant and shape `request` asks for.
 at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,

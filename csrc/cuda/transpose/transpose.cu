@@ -2,6 +2,7 @@
 // staged through a tile; cols = the output's last dim). The decision, in order:
 //   no element moves     one device copy (is_plain_copy)
 //   no tile needed       row copies (rows.cuh)
+//   tiny                 one element gathered per thread (gather.cuh)
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
@@ -16,6 +17,7 @@
 #include "cuda/common.cuh"
 #include "cuda/ops.h"
 #include "cuda/transpose/cells.cuh"
+#include "cuda/transpose/gather.cuh"
 #include "cuda/transpose/rows.cuh"
 #include "cuda/transpose/skinny.cuh"
 #include "cuda/transpose/tile.cuh"
@@ -92,7 +94,8 @@ bool is_plain_copy(const TransposeGeometry& g) {
 }
 
 template <typename E>
-void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry& g) {
+void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
+                      bool gather_tiny) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const E* in = static_cast<const E*>(in_ptr);
   E* out = static_cast<E*>(out_ptr);
@@ -103,6 +106,8 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
       return;
     }
     launch_rows(in, out, g, stream);
+  } else if (gather_tiny && launch_gather(in, out, g, stream)) {
+    // done: tiny, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
   } else if (launch_word_cells(in, out, g, stream)) {
@@ -120,16 +125,20 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
 
 }  // namespace
 
-at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1) {
+at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1, bool gather_tiny) {
   return transpose_host(
-      self, dim0, dim1, [](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
+      self, dim0, dim1, [&](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
         const c10::cuda::CUDAGuard guard(x.device());
         dispatch_element_size(x.element_size(), [&](auto e) {
-          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g);
+          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, gather_tiny);
         });
       });
 }
 
 }  // namespace smem::cuda
 
-TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("transpose", &smem::cuda::transpose_cuda); }
+TORCH_LIBRARY_IMPL(smem, CUDA, m) {
+  m.impl("transpose", [](const at::Tensor& self, int64_t dim0, int64_t dim1) {
+    return smem::cuda::transpose_cuda(self, dim0, dim1);
+  });
+}

@@ -3,7 +3,16 @@
 // docs/PERFORMANCE.md.
 #pragma once
 
+#include <cstdint>
+
 namespace smem::cuda::transpose {
+
+// Tiny transposes (transpose_gather_kernel): up to kGatherMaxElements elements, one gathered
+// per thread, in blocks of kGatherThreads; larger ones are staged through tiles. The limit
+// counts elements, not bytes: at 2^18 elements the staged kernels won for 1-, 2- and 4-byte
+// elements alike, at 2^17 the gather did.
+constexpr int64_t kGatherMaxElements = int64_t(1) << 17;
+constexpr int kGatherThreads = 256;
 
 // Element tiles (transpose_tile_kernel): a 32 x kTileThreadsY block, a warp per tile row.
 constexpr int kTileThreadsX = 32;

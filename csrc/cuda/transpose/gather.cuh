@@ -1,0 +1,49 @@
+// Tiny transposes (at most kGatherMaxElements): each thread gathers one output element straight
+// from the input. A staged tile costs a load, a barrier and a shared-memory round trip before
+// the first store, and a small matrix makes a few tile blocks: the kernel is a chain of
+// latencies on an idle chip. Here each thread's one load is its own, in blocks enough to spread
+// over the SMs; the stores are coalesced along the output's last dim, the loads are not, which
+// at this size the L2 absorbs.
+#pragma once
+
+#include <ATen/cuda/detail/IntegerDivider.cuh>
+
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/tuning/transpose.h"
+#include "transpose.h"
+
+namespace smem::cuda::transpose {
+
+// Thread i < total takes output element (batch, row, col) of the batches' rows x cols tiles.
+template <typename E>
+__global__ void __launch_bounds__(kGatherThreads)
+transpose_gather_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
+                        const at::cuda::detail::IntDivider<unsigned> col_div,
+                        const at::cuda::detail::IntDivider<unsigned> row_div, unsigned total) {
+  const unsigned i = blockIdx.x * kGatherThreads + threadIdx.x;
+  if (i >= total) return;
+  const auto row_col = col_div.divmod(i);
+  const auto batch_row = row_div.divmod(row_col.div);
+  int64_t in_off, out_off;
+  g.batch_offsets(batch_row.div, in_off, out_off);
+  const int64_t row = batch_row.mod, col = row_col.mod;
+  out[out_off + row * g.row_out_stride + col] =
+      in[in_off + row * g.row_in_stride + col * g.col_in_stride];
+}
+
+// Returns whether the transpose is tiny enough to gather (and launched it).
+template <typename E>
+bool launch_gather(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+  const int64_t total = g.batches() * g.rows * g.cols;
+  if (!g.tiled || total > kGatherMaxElements) return false;
+  const at::cuda::detail::IntDivider<unsigned> col_div(static_cast<unsigned>(g.cols)),
+      row_div(static_cast<unsigned>(g.rows));
+  const unsigned blocks = block_per_item(ceil_div(total, int64_t(kGatherThreads)));
+  transpose_gather_kernel<E><<<blocks, kGatherThreads, 0, stream>>>(in, out, g, col_div, row_div,
+                                                                    static_cast<unsigned>(total));
+  return true;
+}
+
+}  // namespace smem::cuda::transpose
