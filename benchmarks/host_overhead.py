@@ -8,9 +8,9 @@ torch.ops.aten rows call torch's own kernels through the OpOverload path that ev
 registered with torch.library (torch.ops.smem too) is called through from Python.
 
 Host clock (time.perf_counter): the median over 25 batches of the time per call in a batch of
-400 calls, the impls of a case taking turns batch by batch. CUDA calls are not synchronized one by one (a 16-element kernel runs faster than a
-host launches it); the device is synchronized before each batch. Every result is checked
-against torch's first.
+400 calls, the impls of a case taking turns batch by batch. CUDA calls are not synchronized one
+by one (a 16-element kernel runs faster than a host launches it); the device is synchronized
+before each batch. Every result is checked against torch's first.
 """
 
 from __future__ import annotations

@@ -30,6 +30,14 @@ bool builds_graph(const Tensors&... inputs) {
   return at::GradMode::is_enabled() && (inputs.requires_grad() || ...);
 }
 
+// Forward-mode AD (dual tensors, torch.func.jvp) has no formulas here: refused, as torch refuses
+// it for its own ops that lack one, rather than a tangent silently dropped.
+template <typename... Tensors>
+void refuse_forward_ad(const char* op, const Tensors&... inputs) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!(inputs._fw_grad(/*level=*/0).defined() || ...),
+                              "Trying to use forward AD with ", op, " that does not support it");
+}
+
 // Makes node the grad_fn of out, with edges to the inputs. An output of a dtype autograd does not
 // differentiate (an integer count, a sum with an integer dtype=) stays out of the graph, as the
 // outputs of torch's own ops do.
@@ -71,6 +79,7 @@ template <bool kSquares>
 at::Tensor sum_like_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                              std::optional<at::ScalarType> dtype) {
   const auto& op = sum_op(kSquares);
+  refuse_forward_ad(kSquares ? "smem.sum_of_squares" : "smem.sum", self);
   if (!builds_graph(self)) return call_below(op, self, dim, keepdim, dtype);
   at::Tensor out = call_below(op, self, dim, keepdim, dtype);  // first: it checks dim
   auto node = make_node<SumLikeBackward<kSquares>>();
@@ -99,6 +108,7 @@ struct DotBackward : OpNode<DotBackward, 2> {
 };
 
 at::Tensor dot_autograd(const at::Tensor& a, const at::Tensor& b) {
+  refuse_forward_ad("smem.dot", a, b);
   if (!builds_graph(a, b)) return call_below(dot_op(), a, b);
   at::Tensor out = call_below(dot_op(), a, b);
   auto node = make_node<DotBackward>();
@@ -122,6 +132,7 @@ struct TransposeBackward : OpNode<TransposeBackward, 1> {
 };
 
 at::Tensor transpose_autograd(const at::Tensor& self, int64_t dim0, int64_t dim1) {
+  refuse_forward_ad("smem.transpose", self);
   if (!builds_graph(self)) return call_below(transpose_op(), self, dim0, dim1);
   at::Tensor out = call_below(transpose_op(), self, dim0, dim1);
   auto node = make_node<TransposeBackward>();
@@ -143,6 +154,7 @@ struct HistcBackward : OpNode<HistcBackward, 1> {
 
 at::Tensor histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo,
                           const at::Scalar& hi, std::optional<at::ScalarType> dtype) {
+  refuse_forward_ad("smem.histc", self);
   at::Tensor out = call_below(histc_op(), self, bins, lo, hi, dtype);
   if (!builds_graph(self)) return out;
   return attach(std::move(out), make_node<HistcBackward>(), self);

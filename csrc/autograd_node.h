@@ -55,10 +55,8 @@ struct OpNode : torch::autograd::Node {
 
   variable_list apply(variable_list&& grads) override {
     const std::lock_guard<std::mutex> lock(mutex_);
-    // no gradient reached the output: none for the inputs either, as torch's nodes answer
-    if (!grads[0].defined()) return variable_list(kInputs);
     return std::apply(
-        [&](auto&... f) { return Derived::backward(std::move(grads), needs(), unpack(f)...); },
+        [&](auto&... f) { return run_backward(std::move(grads), needs(), unpack(f)...); },
         self().fields());
   }
 
@@ -133,6 +131,15 @@ struct OpNode : torch::autograd::Node {
     args.collect(f);
   }
 
+  // The formula, eager or compiled. No gradient reached the output: none for the inputs either,
+  // as torch's nodes answer.
+  template <typename... Values>
+  static variable_list run_backward(variable_list grads, const Needs& needs,
+                                    const Values&... values) {
+    if (!grads[0].defined()) return variable_list(kInputs);
+    return Derived::backward(std::move(grads), needs, values...);
+  }
+
   // The formula as compiled autograd calls it: the needs and the fields, packed as IValues.
   static variable_list apply_packed(const variable_list& grads,
                                     const std::vector<c10::IValue>& args) {
@@ -147,8 +154,8 @@ struct OpNode : torch::autograd::Node {
                                        std::tuple<Fields&...>*) {
     // a braced list unpacks in order, as the fields were packed
     std::tuple<unpacked_t<Fields>...> values{packed.unpack<unpacked_t<Fields>>()...};
-    return std::apply(
-        [&](auto&... v) { return Derived::backward(variable_list(grads), needs, v...); }, values);
+    return std::apply([&](auto&... v) { return run_backward(variable_list(grads), needs, v...); },
+                      values);
   }
 };
 

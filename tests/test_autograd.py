@@ -106,3 +106,56 @@ def test_outputs_autograd_cannot_differentiate_stay_out_of_the_graph(device):
     assert len(packed) == 1 and torch.equal(packed[0], b)
     out.backward()
     assert torch.equal(a.grad, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_forward_ad_is_refused_not_dropped(device):
+    """No op has a forward-mode formula: a dual input raises, as torch's ops without one do,
+    instead of returning a result without its tangent."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = torch.randn(6, device=device)
+    calls = {"smem.sum": lambda t: smem_ops.sum(t), "smem.sum_of_squares": smem_ops.sum_of_squares,
+             "smem.dot": lambda t: smem_ops.dot(t, t), "smem.histc": lambda t: smem_ops.histc(t, 4),
+             "smem.transpose": lambda t: smem_ops.transpose(t.view(2, 3))}
+    for name, call in calls.items():
+        with fwAD.dual_level():
+            dual = fwAD.make_dual(x, torch.ones_like(x))
+            with pytest.raises(NotImplementedError, match=f"forward AD with {name}"):
+                call(dual)
+        with pytest.raises(NotImplementedError, match=f"forward AD with {name}"):
+            torch.func.jvp(call, (x,), (torch.ones_like(x),))
+
+
+class _NoGrad(torch.autograd.Function):
+    """Identity whose backward sends no gradient on."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["sum", "sum_of_squares", "dot", "transpose"])
+def test_undefined_grads_pass_through_eager_and_compiled(device, op):
+    """A node that receives no gradient sends none on, eager or under compiled autograd (where
+    the formula runs as a traced function: torch's own nodes pass this test too; two such paths
+    into one tensor fail there for torch's nodes as for these)."""
+    x = torch.randn(4, 5, device=device, requires_grad=True)
+    z = torch.randn(3, device=device, requires_grad=True)
+    call = {"sum": lambda: smem_ops.sum(x, 1), "sum_of_squares": lambda: smem_ops.sum_of_squares(x),
+            "dot": lambda: smem_ops.dot(x[0], x[1].detach()),
+            "transpose": lambda: smem_ops.transpose(x)}[op]
+
+    def loss(a, b):
+        return _NoGrad.apply(call()).sum() + (b * 2).sum()
+
+    want = grads_of(loss, x, z)
+    assert want[0] is None and torch.equal(want[1], torch.full_like(z, 2.0))
+    with compiled_autograd._enable(lambda gm: torch.compile(gm, backend="eager", fullgraph=True)):
+        got = grads_of(loss, x, z)
+    assert got[0] is None and torch.equal(got[1], want[1])

@@ -172,6 +172,16 @@ def test_fast_calls_match_the_overloads(device):
         smem_ops.dot(a, 1.0)
 
 
+def test_import_without_docstrings():
+    """python -OO strips docstrings, smem_ops.dot's C function takes its doc from one."""
+    code = ("import torch, smem_ops\n"
+            "x = torch.arange(4.0)\n"
+            "assert smem_ops.dot(x, x).item() == 14.0\n")
+    r = subprocess.run([sys.executable, "-OO", "-c", code], check=False, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
 def test_dot_compiles_when_dynamo_comes_after_smem_ops():
     """torch.compile traces smem_ops.dot through the stand-in registered when torch._dynamo is
     first imported, which importing smem_ops does not do (it costs a second)."""

@@ -67,19 +67,24 @@ PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
   END_HANDLE_TH_ERRORS
 }
 
-// Builds smem_ops.dot once, over the Python wrapper it falls back to.
-py::object make_dot(py::object python_dot, py::object parameter) {
-  TORCH_CHECK(dot_entry.python_dot == nullptr, "smem_ops.dot is built once");
-  dot_entry.python_dot = python_dot.release().ptr();  // held for the life of the process
-  dot_entry.parameter = reinterpret_cast<PyTypeObject*>(parameter.release().ptr());
-  dot_entry.doc = "dot(x, other)\n--\n\n" +
-                  py::cast<std::string>(py::getattr(py::handle(dot_entry.python_dot), "__doc__"));
-  dot_entry.def = {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dot)),
-                   METH_FASTCALL | METH_KEYWORDS, dot_entry.doc.c_str()};
-  const py::str module("smem_ops");
-  PyObject* fn = PyCFunction_NewEx(&dot_entry.def, nullptr, module.ptr());
-  if (fn == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(fn);
+// Builds smem_ops.dot over the Python wrapper it falls back to; once: a second call (a reload of
+// smem_ops.ops) returns the same function.
+py::object make_dot(const py::object& python_dot, const py::object& parameter) {
+  static PyObject* built = nullptr;
+  if (built == nullptr) {
+    const py::object doc = python_dot.attr("__doc__");  // None under python -OO
+    dot_entry.doc =
+        "dot(x, other)\n--\n\n" + (doc.is_none() ? std::string() : doc.cast<std::string>());
+    dot_entry.def = {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dot)),
+                     METH_FASTCALL | METH_KEYWORDS, dot_entry.doc.c_str()};
+    const py::str module("smem_ops");
+    built = PyCFunction_NewEx(&dot_entry.def, nullptr, module.ptr());
+    if (built == nullptr) throw py::error_already_set();
+    // held for the life of the process, as the function is
+    dot_entry.python_dot = python_dot.inc_ref().ptr();
+    dot_entry.parameter = reinterpret_cast<PyTypeObject*>(parameter.inc_ref().ptr());
+  }
+  return py::reinterpret_borrow<py::object>(built);
 }
 
 }  // namespace
