@@ -208,6 +208,21 @@ def test_ladder_variants(variant, dtype):
 
 
 @requires_cuda
+def test_tiny_transposes_gather():
+    """Up to 2^17 elements one element is gathered per thread; past that, tiles are staged."""
+    def kernels(shape):
+        x = make_any(shape, torch.float32, "cuda")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            out = smem_ops.transpose(x)
+            torch.cuda.synchronize()
+        same_bits(out, x.t())
+        return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    assert any("gather" in k for k in kernels((256, 512)))  # 2^17
+    assert not any("gather" in k for k in kernels((257, 512)))
+
+
+@requires_cuda
 def test_layout_preserving_copy_fast_path():
     # (1, n) -> (n, 1) moves no element: one device copy, still a new tensor
     for shape in [(1, 1 << 20), (1 << 20, 1), (7, 1, 5)]:
