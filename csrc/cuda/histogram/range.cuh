@@ -29,14 +29,15 @@ __global__ void __launch_bounds__(kRangeThreads)
 range_kernel(const T* x, int64_t n, bool streaming, M* block_range, unsigned* done, M* out) {
   __shared__ M lo_s[kRangeThreads], hi_s[kRangeThreads];
   M lo = INFINITY, hi = -INFINITY;
-  for_each_element<true>(x, n, blockIdx.x * int64_t(kRangeThreads) + threadIdx.x,
-                         int64_t(gridDim.x) * kRangeThreads, streaming, [&](T t) {
-                           const M v = static_cast<M>(t);
-                           if (finite(v)) {
-                             lo = fmin(lo, v);
-                             hi = fmax(hi, v);
-                           }
-                         });
+  for_each_element<true, false, kRangeLoadsInFlight<T>>(
+      x, n, blockIdx.x * int64_t(kRangeThreads) + threadIdx.x, int64_t(gridDim.x) * kRangeThreads,
+      streaming, [&](T t) {
+        const M v = static_cast<M>(t);
+        if (finite(v)) {
+          lo = fmin(lo, v);
+          hi = fmax(hi, v);
+        }
+      });
   lo_s[threadIdx.x] = lo;
   hi_s[threadIdx.x] = hi;
   __syncthreads();
