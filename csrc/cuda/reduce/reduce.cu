@@ -112,9 +112,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     if constexpr (std::is_same_v<T, float>) {
       // rows the interleaved kernel would split, and that split into runs too
       const int64_t runs =
-          splits > 1 && bytes_read <= kRunMaxBytes
-              ? row_run_splits<T>(outer, R)
-              : 1;
+          splits > 1 && bytes_read <= kRunMaxBytes ? row_run_splits<T>(outer, R) : 1;
       if (runs > 1) {
         launch_row_runs<M>(a, b, out, outer, R, runs, options, streaming);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
