@@ -78,7 +78,8 @@ def test_1_byte_cells_of_8_byte_words(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
                                    torch.complex128], ids=str)
-@pytest.mark.parametrize("shape", [(33, 5000), (5000, 33), (2, 3001), (3001, 1), (64, 999),
+@pytest.mark.parametrize("shape", [(33, 5000), (5000, 33), (2, 3001), (3001, 1), (3, 50001),
+                                   (50001, 4), (5, 30001), (64, 999),
                                    (999, 64), (7, 3, 1000), (5, 1000, 3)], ids=str)
 def test_skinny(device, dtype, shape):
     """One short side (<= 64): a chunk of the long side and the whole short side per block."""
@@ -209,7 +210,8 @@ def test_ladder_variants(variant, dtype):
 
 @requires_cuda
 def test_tiny_transposes_gather():
-    """Up to 2^17 elements one element is gathered per thread; past that, tiles are staged."""
+    """Up to 2^17 elements, or with a side of at most 4, one element is gathered per thread;
+    otherwise tiles are staged."""
     def kernels(shape):
         x = make_any(shape, torch.float32, "cuda")
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -220,6 +222,9 @@ def test_tiny_transposes_gather():
 
     assert any("gather" in k for k in kernels((256, 512)))  # 2^17
     assert not any("gather" in k for k in kernels((257, 512)))
+    # past 2^17 elements, a side of at most 4 still gathers: skinny blocks would be tiny
+    assert any("gather" in k for k in kernels((4, 50001)))
+    assert not any("gather" in k for k in kernels((5, 50001)))
 
 
 @requires_cuda

@@ -1,13 +1,17 @@
-// Tiny transposes (at most kGatherMaxElements): each thread gathers one output element straight
-// from the input. A staged tile costs a load, a barrier and a shared-memory round trip before
-// the first store, and a small matrix makes a few tile blocks: the kernel is a chain of
-// latencies on an idle chip. Here each thread's one load is its own, in blocks of 256 threads
-// (16 for 64 x 64 elements, where the word-cell kernel ran one block); the stores are coalesced
-// along the output's last dim, the loads are not, which at this size the L2 absorbs.
+// Tiny transposes (at most kGatherMaxElements), and those with a side of at most
+// kGatherShortMax: each thread gathers one output element straight from the input. A staged tile
+// costs a load, a barrier and a shared-memory round trip before the first store; a small matrix
+// makes a few tile blocks, a kernel that is a chain of latencies on an idle chip, and a short
+// side makes skinny blocks of a few hundred bytes each. Here each thread's one load is its own,
+// in blocks of 256 threads (16 for 64 x 64 elements, where the word-cell kernel ran one block);
+// the stores are coalesced along the output's last dim, the loads are not: at a tiny size the L2
+// absorbs that, and with a short side a warp's loads span only a few lines.
 #pragma once
 
 #include <ATen/cuda/detail/IntegerDivider.cuh>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 
 #include "cuda/common.cuh"
@@ -33,11 +37,13 @@ transpose_gather_kernel(const E* __restrict__ in, E* __restrict__ out, const Tra
       in[in_off + row * g.row_in_stride + col * g.col_in_stride];
 }
 
-// Returns whether the transpose is tiny enough to gather (and launched it).
+// Returns whether the transpose is one to gather (and launched it).
 template <typename E>
 bool launch_gather(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
   const int64_t total = g.batches() * g.rows * g.cols;
-  if (!g.tiled || total > kGatherMaxElements) return false;
+  const bool tiny = total <= kGatherMaxElements;
+  const bool short_side = std::min(g.rows, g.cols) <= kGatherShortMax && total <= INT32_MAX;
+  if (!g.tiled || !(tiny || short_side)) return false;
   const at::cuda::detail::IntDivider<unsigned> col_div(static_cast<unsigned>(g.cols)),
       row_div(static_cast<unsigned>(g.rows));
   const unsigned blocks = block_per_item(ceil_div(total, int64_t(kGatherThreads)));

@@ -2,7 +2,7 @@
 // staged through a tile; cols = the output's last dim). The decision, in order:
 //   no element moves     one device copy (is_plain_copy)
 //   no tile needed       row copies (rows.cuh)
-//   tiny                 one element gathered per thread (gather.cuh)
+//   tiny, or a side <= 4  one element gathered per thread (gather.cuh)
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
