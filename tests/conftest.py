@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -55,3 +58,11 @@ def make_tensor(shape, dtype, device, low=None, high=None):
     lo = max(info.min, -100 if low is None else low)
     hi = min(info.max, 100 if high is None else high)
     return torch.randint(lo, hi + 1, shape, device=device).to(dtype)
+
+
+def run_python(code, *flags, timeout=300, **kwargs):
+    """Runs `code` in a fresh interpreter (with interpreter `flags`) and asserts that it exits 0,
+    showing the end of its stderr if not."""
+    r = subprocess.run([sys.executable, *flags, "-c", code], check=False, capture_output=True,
+                       text=True, timeout=timeout, **kwargs)
+    assert r.returncode == 0, r.stderr[-3000:]

@@ -437,8 +437,7 @@ def test_rules_registered_lazily():
     """Importing smem_ops does not import torch.distributed.tensor (seconds); importing that
     registers the rules. (The other order, DTensor first, registers at smem_ops' import: the
     docs/DISTRIBUTED.md snippet takes that path.)"""
-    import subprocess
-    import sys
+    from conftest import run_python
 
     if REAL:
         pytest.skip("checked by the simulated run")
@@ -447,7 +446,5 @@ def test_rules_registered_lazily():
             "assert not smem_ops.distributed._registered\n"
             "import torch.distributed.tensor\n"
             "assert smem_ops.distributed._registered\n")
-    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True,
-                       text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                           [str(ROOT), os.environ.get("PYTHONPATH", "")])}, timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
+    run_python(code, cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])})

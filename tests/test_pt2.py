@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import smem_ops
 
-from conftest import DEVICES, make_tensor
+from conftest import DEVICES, make_tensor, run_python
 
 OPS = torch.ops.smem
 
@@ -177,9 +177,7 @@ def test_import_without_docstrings():
     code = ("import torch, smem_ops\n"
             "x = torch.arange(4.0)\n"
             "assert smem_ops.dot(x, x).item() == 14.0\n")
-    r = subprocess.run([sys.executable, "-OO", "-c", code], check=False, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    run_python(code, "-OO")
 
 
 def test_dot_compiles_when_dynamo_comes_after_smem_ops():
@@ -190,9 +188,7 @@ def test_dot_compiles_when_dynamo_comes_after_smem_ops():
             "x = torch.randn(8)\n"
             "f = torch.compile(lambda a, b: smem_ops.dot(a, b) * 2, fullgraph=True)\n"
             "assert torch.equal(f(x, x), smem_ops.dot(x, x) * 2)\n")
-    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    run_python(code)
 
 
 def test_fast_calls_leave_torch_function_to_the_overloads():
