@@ -19,7 +19,8 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 
 // transpose/transpose.cu
-// gather_tiny=false: no gather kernel for tiny inputs (_transpose_variant's "final:staged")
+// gather_tiny=false: no gather kernel, for tiny or short-sided inputs alike
+// (_transpose_variant's "final:staged")
 at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
                           bool gather_tiny = true);
 

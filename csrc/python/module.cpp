@@ -38,6 +38,7 @@ at::Tensor reduce_dim(const at::Tensor& x, int64_t dim, bool squares) {
 // other call (keywords, subclasses, modes, bad arguments) goes to the Python wrapper, which is
 // also what torch.compile traces in its place (smem_ops/ops.py).
 struct DotEntry {
+  PyObject* function = nullptr;       // smem_ops.dot, once built
   PyObject* python_dot = nullptr;     // smem_ops.ops._dot_python
   PyTypeObject* parameter = nullptr;  // torch.nn.Parameter
   std::string doc;                    // its text signature, then the Python wrapper's doc
@@ -70,21 +71,20 @@ PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
 // Builds smem_ops.dot over the Python wrapper it falls back to; once: a second call (a reload of
 // smem_ops.ops) returns the same function.
 py::object make_dot(const py::object& python_dot, const py::object& parameter) {
-  static PyObject* built = nullptr;
-  if (built == nullptr) {
+  if (dot_entry.function == nullptr) {
     const py::object doc = python_dot.attr("__doc__");  // None under python -OO
     dot_entry.doc =
         "dot(x, other)\n--\n\n" + (doc.is_none() ? std::string() : doc.cast<std::string>());
     dot_entry.def = {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dot)),
                      METH_FASTCALL | METH_KEYWORDS, dot_entry.doc.c_str()};
     const py::str module("smem_ops");
-    built = PyCFunction_NewEx(&dot_entry.def, nullptr, module.ptr());
-    if (built == nullptr) throw py::error_already_set();
+    dot_entry.function = PyCFunction_NewEx(&dot_entry.def, nullptr, module.ptr());
+    if (dot_entry.function == nullptr) throw py::error_already_set();
     // held for the life of the process, as the function is
     dot_entry.python_dot = python_dot.inc_ref().ptr();
     dot_entry.parameter = reinterpret_cast<PyTypeObject*>(parameter.inc_ref().ptr());
   }
-  return py::reinterpret_borrow<py::object>(built);
+  return py::reinterpret_borrow<py::object>(dot_entry.function);
 }
 
 }  // namespace

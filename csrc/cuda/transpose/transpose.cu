@@ -107,7 +107,7 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
     }
     launch_rows(in, out, g, stream);
   } else if (gather_tiny && launch_gather(in, out, g, stream)) {
-    // done: tiny, no tile
+    // done: tiny or a short side, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
   } else if (launch_word_cells(in, out, g, stream)) {
