@@ -34,14 +34,24 @@ def same_bits(a, b):
 
 
 def check_transpose(x, dim0=-2, dim1=-1):
-    """smem_ops.transpose(x, dim0, dim1) against torch, bit for bit; on CUDA also the staged
-    kernels (tiles, cells, skinny) on the same geometry: inputs this small take the gather
-    kernel, which would leave those untested below its limit."""
+    """smem_ops.transpose(x, dim0, dim1) against torch, bit for bit; on CUDA also what is behind
+    the kernels that need no tile, on the same geometry: without the interleave kernel (short
+    sides then gather or are staged) and without either (tiles, cells, skinny). Inputs this small
+    or short-sided take those kernels, which would leave the others untested there."""
     want = x.transpose(dim0, dim1)
     same_bits(smem_ops.transpose(x, dim0, dim1), want)
     if x.is_cuda:
-        # the variant transposes its input's last two dims back: the same geometry as want's
-        same_bits(torch.ops.smem._transpose_variant(want.transpose(-2, -1), "final:staged"), want)
+        # the variants transpose their input's last two dims back: the same geometry as want's
+        for variant in ("final:gather", "final:staged"):
+            same_bits(torch.ops.smem._transpose_variant(want.transpose(-2, -1), variant), want)
+
+
+def cuda_kernels(fn):
+    """The names of the CUDA kernels fn() launches."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -160,6 +170,63 @@ def test_bitwise_special_values(device):
     check_transpose(x)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex128], ids=str)
+@pytest.mark.parametrize("side", [2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17])
+def test_short_side_interleave(device, dtype, side):
+    """A side of 2..16 whose lines sit on the 16-byte grid moves in registers, either way: the
+    lines read and their interleave written, or the reverse; long sides of whole vectors or cut
+    inside the last one, batched. (17 and 16-byte elements take the kernels behind it.)"""
+    # past 2^17 elements (tinier ones gather); warps whole and in one batch stage their run
+    for n in (16 * 4200, 16 * 4200 + 5):
+        lines = make_any((side, 16 * 4201), dtype, device)[:, :n]  # line stride on the grid
+        check_transpose(lines)
+        check_transpose(lines.t().contiguous())  # the run: the short side is the last dim
+    batched = make_any((3, side, 16 * 2801), dtype, device)  # warps across batches: no staging
+    check_transpose(batched)
+    check_transpose(batched.transpose(-2, -1).contiguous())
+
+
+@requires_cuda
+def test_short_sides_interleave_where_aligned():
+    """Past 2^17 elements, the interleave kernel takes a side of 2..16 with 16-byte vectors on
+    both sides, in either direction and batched (an image batch to HWC and back); not a side of
+    17, not lines off the 16-byte grid, not 16-byte elements, not a tiny input (which gathers)."""
+    def kernels(x):
+        same_bits(smem_ops.transpose(x, -2, -1), x.transpose(-2, -1))
+        return cuda_kernels(lambda: smem_ops.transpose(x, -2, -1))
+
+    for x in [make_any((3, 50176), torch.float32, "cuda"),
+              make_any((50176, 3), torch.float32, "cuda"),
+              make_any((16, 16384), torch.bfloat16, "cuda"),
+              make_any((8, 3, 224 * 224), torch.uint8, "cuda"),
+              make_any((8, 224 * 224, 3), torch.uint8, "cuda")]:
+        assert any("interleave" in k for k in kernels(x)), x.shape
+    for x in [make_any((17, 16384), torch.float32, "cuda"),
+              make_any((3, 50001), torch.float32, "cuda"),
+              make_any((3, 65536), torch.complex128, "cuda"),
+              make_any((16, 8192), torch.bfloat16, "cuda")]:
+        assert not any("interleave" in k for k in kernels(x)), (x.shape, x.dtype)
+
+
+@requires_cuda
+@pytest.mark.slow
+def test_cuda_short_side_over_2_31_elements():
+    """3 x (2^31 / 3 + 16) uint8 to its interleave and back, in registers both ways."""
+    n = (2**31 // 3 + 16) // 16 * 16
+    x = torch.empty(3, n, dtype=torch.uint8, device="cuda")
+    x.view(-1)[:] = torch.arange(x.numel(), device="cuda", dtype=torch.int64).remainder_(251).to(torch.uint8)
+    run = smem_ops.transpose(x)
+    assert run.shape == (n, 3)
+    for r, c in [(0, 0), (2, n - 1), (1, 12345), (2, n // 2 + 3)]:
+        assert run[c, r].item() == x[r, c].item()
+    assert torch.equal(run[-5:], x[:, -5:].t())
+    assert torch.equal(smem_ops.transpose(run), x)
+    del x, run
+    torch.cuda.empty_cache()
+
+
 @requires_cuda
 @pytest.mark.slow
 def test_cuda_over_2_31_elements():
@@ -214,15 +281,13 @@ def test_tiny_transposes_gather():
     otherwise tiles are staged."""
     def kernels(shape):
         x = make_any(shape, torch.float32, "cuda")
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            out = smem_ops.transpose(x)
-            torch.cuda.synchronize()
-        same_bits(out, x.t())
-        return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        same_bits(smem_ops.transpose(x), x.t())
+        return cuda_kernels(lambda: smem_ops.transpose(x))
 
     assert any("gather" in k for k in kernels((256, 512)))  # 2^17
     assert not any("gather" in k for k in kernels((257, 512)))
-    # past 2^17 elements, a side of at most 4 still gathers: skinny blocks would be tiny
+    # past 2^17 elements, a side of at most 4 still gathers where its lines are not on the
+    # 16-byte grid (the interleave kernel's): skinny blocks would be tiny
     assert any("gather" in k for k in kernels((4, 50001)))
     assert not any("gather" in k for k in kernels((5, 50001)))
 

@@ -125,17 +125,28 @@ def _moe(tokens, top_k, experts, dtype=torch.int64, histc=None):
 
 
 def _transpose(shape, dtype=torch.float32, impl="smem"):
+    """impl: smem, torch, compile, or a variant of smem._transpose_variant (final:gather, ...)."""
     x = (torch.randint(0, 255, shape, device=dev, dtype=torch.uint8).to(dtype)
          if not dtype.is_floating_point else _randn(shape, dtype))
-    op = ((lambda: ops.transpose(x, -2, -1)) if impl == "smem"
-          else (lambda: x.transpose(-2, -1).contiguous()))
+    if impl == "smem":
+        op = lambda: ops.transpose(x, -2, -1)
+    elif impl in ("torch", "compile"):
+        op = lambda: x.transpose(-2, -1).contiguous()
+        if impl == "compile":
+            # one code object for every shape: each shape is a recompile of it
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+            compiled = torch.compile(lambda t: t.transpose(-2, -1).contiguous(), fullgraph=True,
+                                     dynamic=False)
+            op = lambda: compiled(x)
+    else:
+        op = lambda: ops._transpose_variant(x, impl)
     return op, x.transpose(-2, -1).contiguous(), 2 * x.numel() * x.element_size()
 
 
 def _transpose_named(name):
-    impl, dtype, shape = name.split(":")
-    return _transpose(tuple(int(d) for d in shape.split("x")), getattr(torch, dtype),
-                      "torch" if impl == "torch_t" else "smem")
+    impl, dtype, shape, *variant = name.split(":", 3)
+    impl = {"torch_t": "torch", "compile_t": "compile"}.get(impl, variant[0] if variant else "smem")
+    return _transpose(tuple(int(d) for d in shape.split("x")), getattr(torch, dtype), impl)
 
 
 def _copy(nbytes):
@@ -333,8 +344,10 @@ def main(argv=None):
     for name in names:  # copy:<bytes>: the device copy moving that many bytes in all
         if name.startswith("copy:"):
             CASES[name] = lambda n=int(name[5:]): _copy(n)
-        # t:<dtype>:<d0>x<d1>[x...], torch_t:...: smem's (torch's) transpose of the last two dims
-        if name.split(":")[0] in ("t", "torch_t"):
+        # t:<dtype>:<d0>x<d1>[x...][:<variant>], torch_t:..., compile_t:...: smem's (torch
+        # eager's, torch.compile's) transpose of the last two dims; a variant (final:gather,
+        # final:staged) names smem._transpose_variant's
+        if name.split(":")[0] in ("t", "torch_t", "compile_t"):
             CASES[name] = functools.partial(_transpose_named, name)
     ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
                else copy_ceiling_gbs(dev))

@@ -85,25 +85,32 @@ constexpr int vec_width() {
   return sizeof(T) >= 16 ? 1 : 16 / static_cast<int>(sizeof(T));
 }
 
-// Stores a 16-byte Vec in one 16-byte store, its elements packed into 32-bit words first. (A
-// Vec filled lane by lane, say from shared memory, and then assigned whole is lowered to 2-,
-// 4- or 8-byte stores, as is a uint4 built from it and stored through a plain pointer.)
+// A 16-byte Vec as four 32-bit words, its elements packed into them with shifts. (A Vec filled
+// lane by lane, say from shared memory, and then assigned whole is lowered to 2-, 4- or 8-byte
+// stores, as is a uint4 built from it by memcpy and stored through a plain pointer.)
+template <typename T, int kN>
+__device__ inline uint4 pack_words(const Vec<T, kN>& v) {
+  static_assert(sizeof(v) == 16, "pack_words takes a 16-byte Vec");
+  uint32_t w[4] = {0, 0, 0, 0};
+  if constexpr (sizeof(T) >= 4) {
+    memcpy(w, &v, 16);
+  } else {
+    using Bits = std::conditional_t<sizeof(T) == 1, uint8_t, uint16_t>;
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      Bits bits;
+      memcpy(&bits, &v.v[i], sizeof(T));
+      w[i * sizeof(T) / 4] |= static_cast<uint32_t>(bits) << (8 * (i * sizeof(T) % 4));
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Stores a Vec in one store: a 16-byte one as packed words (pack_words).
 template <typename T, int kN>
 __device__ inline void store_vec(Vec<T, kN>* p, const Vec<T, kN>& v) {
   if constexpr (sizeof(v) == 16) {
-    uint32_t w[4] = {0, 0, 0, 0};
-    if constexpr (sizeof(T) >= 4) {
-      memcpy(w, &v, 16);
-    } else {
-      using Bits = std::conditional_t<sizeof(T) == 1, uint8_t, uint16_t>;
-#pragma unroll
-      for (int i = 0; i < kN; ++i) {
-        Bits bits;
-        memcpy(&bits, &v.v[i], sizeof(T));
-        w[i * sizeof(T) / 4] |= static_cast<uint32_t>(bits) << (8 * (i * sizeof(T) % 4));
-      }
-    }
-    __stwb(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+    __stwb(reinterpret_cast<uint4*>(p), pack_words(v));
   } else {
     *p = v;
   }

@@ -19,10 +19,14 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 
 // transpose/transpose.cu
-// gather_tiny=false: no gather kernel, for tiny or short-sided inputs alike
-// (_transpose_variant's "final:staged")
+// The kernels that need no tile, each of which transpose_cuda may take where it applies; the
+// ladder's "final:gather" and "final:staged" turn them off, so that tests reach what is behind.
+struct TransposeKernels {
+  bool interleave = true;  // a short side in registers (transpose/interleave.cuh)
+  bool gather = true;      // tiny or short-sided inputs, an element per thread (gather.cuh)
+};
 at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
-                          bool gather_tiny = true);
+                          TransposeKernels allow = {});
 
 // histogram/histc.cu: smem.histc, in the variant and shape `request` asks for.
 at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,

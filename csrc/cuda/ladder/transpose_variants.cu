@@ -53,9 +53,9 @@ constexpr const char* kVariantNames[] = {
     // different banks. Costs: one element per access, so a warp moves 32 to 128 bytes.
     "smem_padded",
     // final: what smem.transpose runs (transpose/transpose.cu): whole 8- or 16-byte words per
-    // access, skinny matrices staged whole, a plain copy where no element moves, tiny or
-    // short-sided inputs gathered without a tile ("final:staged", not listed: the same without
-    // that). Costs: the
+    // access, short sides interleaved in registers, skinny matrices staged whole, a plain copy
+    // where no element moves, tiny or short-sided inputs gathered without a tile. Not listed:
+    // "final:gather" (no interleave) and "final:staged" (no interleave, no gather). Costs: the
     // most code and a decision per launch.
     "final",
 };
@@ -83,9 +83,12 @@ void launch_variant(const void* in_ptr, void* out_ptr, const TransposeGeometry& 
 }
 
 at::Tensor transpose_variant_cuda(const at::Tensor& self, c10::string_view name) {
-  // final without the gather kernel, so that tests reach the staged kernels on small or
-  // short-sided inputs
-  if (name == "final:staged") return transpose_cuda(self, -2, -1, /*gather_tiny=*/false);
+  // final without the interleave kernel (then short sides gather or are staged), or without
+  // either no-tile kernel, so that tests reach the staged kernels on small or short-sided inputs
+  if (name == "final:gather")
+    return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/true});
+  if (name == "final:staged")
+    return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/false});
   for (int v = 0; v < static_cast<int>(std::size(kVariantNames)); ++v) {
     if (name != kVariantNames[v]) continue;
     const auto variant = static_cast<Variant>(v);

@@ -37,12 +37,15 @@ transpose_gather_kernel(const E* __restrict__ in, E* __restrict__ out, const Tra
       in[in_off + row * g.row_in_stride + col * g.col_in_stride];
 }
 
-// Returns whether the transpose is one to gather (and launched it).
+// Returns whether the transpose is one to gather (and launched it): a tiny one, or with
+// `short_sides` also one with a short side.
 template <typename E>
-bool launch_gather(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+bool launch_gather(const E* in, E* out, const TransposeGeometry& g, bool short_sides,
+                   cudaStream_t stream) {
   const int64_t total = g.batches() * g.rows * g.cols;
   const bool tiny = total <= kGatherMaxElements;
-  const bool short_side = std::min(g.rows, g.cols) <= kGatherShortMax && total <= INT32_MAX;
+  const bool short_side =
+      short_sides && std::min(g.rows, g.cols) <= kGatherShortMax && total <= INT32_MAX;
   if (!g.tiled || !(tiny || short_side)) return false;
   const at::cuda::detail::IntDivider<unsigned> col_div(static_cast<unsigned>(g.cols)),
       row_div(static_cast<unsigned>(g.rows));

@@ -2,7 +2,9 @@
 // staged through a tile; cols = the output's last dim). The decision, in order:
 //   no element moves     one device copy (is_plain_copy)
 //   no tile needed       row copies (rows.cuh)
-//   tiny, or a side <= 4  one element gathered per thread (gather.cuh)
+//   tiny                 one element gathered per thread (gather.cuh)
+//   a side of 2..16      16-byte vectors of each line interleaved in registers (interleave.cuh)
+//   a side <= 4          gathered, where the lines are off the 16-byte grid
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
@@ -18,6 +20,7 @@
 #include "cuda/ops.h"
 #include "cuda/transpose/cells.cuh"
 #include "cuda/transpose/gather.cuh"
+#include "cuda/transpose/interleave.cuh"
 #include "cuda/transpose/rows.cuh"
 #include "cuda/transpose/skinny.cuh"
 #include "cuda/transpose/tile.cuh"
@@ -95,7 +98,7 @@ bool is_plain_copy(const TransposeGeometry& g) {
 
 template <typename E>
 void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
-                      bool gather_tiny) {
+                      TransposeKernels allow) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const E* in = static_cast<const E*>(in_ptr);
   E* out = static_cast<E*>(out_ptr);
@@ -106,8 +109,12 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
       return;
     }
     launch_rows(in, out, g, stream);
-  } else if (gather_tiny && launch_gather(in, out, g, stream)) {
-    // done: tiny or a short side, no tile
+  } else if (allow.gather && launch_gather(in, out, g, /*short_sides=*/false, stream)) {
+    // done: tiny, no tile
+  } else if (allow.interleave && launch_interleave(in, out, g, stream)) {
+    // done: a short side, in registers
+  } else if (allow.gather && launch_gather(in, out, g, /*short_sides=*/true, stream)) {
+    // done: a short side off the 16-byte grid, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
   } else if (launch_word_cells(in, out, g, stream)) {
@@ -125,12 +132,13 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
 
 }  // namespace
 
-at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1, bool gather_tiny) {
+at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
+                          TransposeKernels allow) {
   return transpose_host(
       self, dim0, dim1, [&](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
         const c10::cuda::CUDAGuard guard(x.device());
         dispatch_element_size(x.element_size(), [&](auto e) {
-          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, gather_tiny);
+          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, allow);
         });
       });
 }

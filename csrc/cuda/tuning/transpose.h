@@ -12,10 +12,17 @@ namespace smem::cuda::transpose {
 // counts elements, not bytes: at 2^18 elements the staged kernels won for 1-, 2- and 4-byte
 // elements alike, at 2^17 the gather did.
 constexpr int64_t kGatherMaxElements = int64_t(1) << 17;
-// ... and at any size (below 2^31 elements) where a side is at most kGatherShortMax: there the
-// skinny kernel's blocks move a few hundred bytes each (3 x 10^6 fp32: 44.7 against 16.9 us).
+// ... and at any size (below 2^31 elements) where a side is at most kGatherShortMax and the
+// interleave kernel does not apply (lines off the 16-byte grid): there the skinny kernel's blocks
+// move a few hundred bytes each.
 constexpr int64_t kGatherShortMax = 4;
 constexpr int kGatherThreads = 256;
+
+// Short sides in registers (transpose_interleave_kernel): a side of 2..kInterleaveMax, a thread
+// per 16 bytes of each line, in blocks of kInterleaveThreads (128: a block stages 2 KB x S of the
+// run, within the 48 KB of static shared memory at S = 16). One kernel per side and direction.
+constexpr int kInterleaveMax = 16;
+constexpr int kInterleaveThreads = 128;
 
 // Element tiles (transpose_tile_kernel): a 32 x kTileThreadsY block, a warp per tile row.
 constexpr int kTileThreadsX = 32;
