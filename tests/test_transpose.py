@@ -176,23 +176,32 @@ def test_bitwise_special_values(device):
 @pytest.mark.parametrize("side", [2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17])
 def test_short_side_interleave(device, dtype, side):
     """A side of 2..16 whose lines sit on the 16-byte grid moves in registers, either way: the
-    lines read and their interleave written, or the reverse; long sides of whole vectors or cut
-    inside the last one, batched. (17 and 16-byte elements take the kernels behind it.)"""
-    # past 2^17 elements (tinier ones gather); warps whole and in one batch stage their run
-    for n in (16 * 4200, 16 * 4200 + 5):
-        lines = make_any((side, 16 * 4201), dtype, device)[:, :n]  # line stride on the grid
+    lines read and their interleave (the run) written, the long side whole vectors or cut inside
+    the last one; or the run read, the long side whole vectors. Batched: runs laid end to end
+    (warps stage them across batches), runs apart (warps that span two batches do not), groups
+    cut in every batch, two batch dims. (17, 16-byte elements and the layouts the kernel does not
+    take run the kernels behind it, checked the same way.)"""
+    # past 2^17 elements (tinier ones gather)
+    n = 16 * 2801
+    for length in (16 * 4200, 16 * 4200 + 5):
+        lines = make_any((side, 16 * 4201), dtype, device)[:, :length]  # line stride on the grid
         check_transpose(lines)
         check_transpose(lines.t().contiguous())  # the run: the short side is the last dim
-    batched = make_any((3, side, 16 * 2801), dtype, device)  # warps across batches: no staging
+    batched = make_any((3, side, n), dtype, device)
     check_transpose(batched)
     check_transpose(batched.transpose(-2, -1).contiguous())
+    check_transpose(make_any((3, 2 * n, side), dtype, device)[:, :n].transpose(-2, -1))
+    check_transpose(make_any((3, side, n + 16), dtype, device)[..., :n + 5])
+    check_transpose(make_any((4, 3, side, n), dtype, device)[:, :2])
 
 
 @requires_cuda
 def test_short_sides_interleave_where_aligned():
     """Past 2^17 elements, the interleave kernel takes a side of 2..16 with 16-byte vectors on
-    both sides, in either direction and batched (an image batch to HWC and back); not a side of
-    17, not lines off the 16-byte grid, not 16-byte elements, not a tiny input (which gathers)."""
+    both sides, in either direction and batched (an image batch to HWC and back, batches of 16
+    groups); not a side of 17, not lines off the 16-byte grid (by their stride, the data pointer
+    or a batch stride), not lines shorter than a vector, not 16-byte elements, not a tiny input
+    (which gathers)."""
     def kernels(x):
         same_bits(smem_ops.transpose(x, -2, -1), x.transpose(-2, -1))
         return cuda_kernels(lambda: smem_ops.transpose(x, -2, -1))
@@ -201,10 +210,15 @@ def test_short_sides_interleave_where_aligned():
               make_any((50176, 3), torch.float32, "cuda"),
               make_any((16, 16384), torch.bfloat16, "cuda"),
               make_any((8, 3, 224 * 224), torch.uint8, "cuda"),
-              make_any((8, 224 * 224, 3), torch.uint8, "cuda")]:
+              make_any((8, 224 * 224, 3), torch.uint8, "cuda"),
+              make_any((512, 8, 64), torch.float32, "cuda")]:
         assert any("interleave" in k for k in kernels(x)), x.shape
+    flat = make_any((5 * 150530,), torch.float32, "cuda")
     for x in [make_any((17, 16384), torch.float32, "cuda"),
               make_any((3, 50001), torch.float32, "cuda"),
+              make_any((3, 50180), torch.float32, "cuda")[:, 1:50177],
+              flat.as_strided((5, 3, 50176), (150530, 50176, 1)),
+              make_any((50000, 4, 4), torch.float32, "cuda")[..., :3],
               make_any((3, 65536), torch.complex128, "cuda"),
               make_any((16, 8192), torch.bfloat16, "cuda")]:
         assert not any("interleave" in k for k in kernels(x)), (x.shape, x.dtype)
@@ -277,8 +291,8 @@ def test_ladder_variants(variant, dtype):
 
 @requires_cuda
 def test_tiny_transposes_gather():
-    """Up to 2^17 elements, or with a side of at most 4, one element is gathered per thread;
-    otherwise tiles are staged."""
+    """Up to 2^17 elements, or with a side of at most 4 that the interleave kernel does not
+    take, one element is gathered per thread; otherwise other kernels run."""
     def kernels(shape):
         x = make_any(shape, torch.float32, "cuda")
         same_bits(smem_ops.transpose(x), x.t())

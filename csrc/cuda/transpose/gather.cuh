@@ -1,5 +1,7 @@
 // Tiny transposes (at most kGatherMaxElements), and those with a side of at most
-// kGatherShortMax: each thread gathers one output element straight from the input. A staged tile
+// kGatherShortMax that the interleave kernel does not take (interleave.cuh: lines off the
+// 16-byte grid, 16-byte elements, strided lines or run): each thread gathers one output element
+// straight from the input. A staged tile
 // costs a load, a barrier and a shared-memory round trip before the first store; a small matrix
 // makes a few tile blocks, a kernel that is a chain of latencies on an idle chip, and a short
 // side makes skinny blocks of a few hundred bytes each. Here each thread's one load is its own,

@@ -4,8 +4,9 @@
 // one 16-byte vector from each line, and the S vectors of the run that hold the same elements.
 // With S a template parameter, moving elements between the two is a fixed renaming of registers
 // (byte permutes for 1- and 2-byte elements). A warp reads or writes its lines 32 vectors at a
-// time (lane t takes vector t of each line), and its stretch of the run the same way, through a
-// warp-private slice of shared memory: every access 16 bytes and coalesced, no block barrier.
+// time (lane t takes vector t of each line), and, where its 32 groups are whole and their runs
+// adjoin, its stretch of the run the same way, through a warp-private slice of shared memory:
+// then every access is 16 bytes and coalesced, with no block barrier.
 // (The staged skinny kernel moves S lines of 256 bytes per block: a few hundred bytes when S is
 // a few.)
 #pragma once
@@ -32,7 +33,7 @@ __device__ inline Vec<E, vec_width<E>()> load_vec16(const E* p) {
 // Slot p of a warp's run staged in shared memory (16-byte slots, lane t's S vectors at t * S).
 // A 16-byte access is served a quarter-warp at a time, 8 lanes over the 8 groups of 4 banks:
 // with S odd, lanes t * S fall in 8 groups; with S even, 2 to 8 of them would share one, so the
-// low 3 bits of the slot are XOR-ed with its lane (p / S). The reads, 32 consecutive slots,
+// low 3 bits of the slot are XOR-ed with its lane (p / S). The accesses of 32 consecutive slots
 // stay one lane per group either way.
 template <int S>
 __host__ __device__ constexpr int staged_slot(int p) {
@@ -50,14 +51,15 @@ constexpr bool staged_slots_permute() {
   return true;
 }
 
-// Thread `item` takes V steps of the long side in one batch (a group); the last group of a
-// batch may be cut short, and moves element by element. kFlatOut: the run is the output (read
-// S lines, write the run); otherwise the run is the input. Where a warp's 32 groups are whole
-// and in one batch, their run is one stretch of 32 * S vectors, which the warp moves 32
-// consecutive vectors at a time, staged in shared memory. (Moved lane by lane, S vectors apart,
-// every access of the warp would touch 32 lines.)
+// Thread `item` takes V steps of the long side in one batch (a group). kFlatOut: the run is the
+// output (read S lines, write the run), and the last group of a batch may be cut short (it
+// moves element by element); otherwise the run is the input, and the launch has checked that
+// the long side is whole vectors. Where a warp's 32 groups are whole and their runs adjoin (one
+// batch, or batches laid end to end), the warp's run is one stretch of 32 * S vectors, which it
+// moves 32 consecutive vectors at a time, staged in shared memory. (Moved lane by lane, S
+// vectors apart, every access of the warp would touch 32 lines.)
 template <typename E, int S, bool kFlatOut>
-__global__ void __launch_bounds__(kInterleaveThreads)
+__global__ void __launch_bounds__(kInterleaveThreads, interleave_min_blocks(S))
 transpose_interleave_kernel(const E* __restrict__ in, E* __restrict__ out,
                             const TransposeGeometry g,
                             const at::cuda::detail::IntDivider<unsigned> groups_per_batch,
@@ -80,21 +82,22 @@ transpose_interleave_kernel(const E* __restrict__ in, E* __restrict__ out,
   E* lines_out = out + out_off + l0;
   E* run_out = out + out_off + l0 * S;
   // Every lane of the warp takes part in these votes.
-  const unsigned lane0_batch = __shfl_sync(kWarp, batch_group.div, 0);
-  const bool warp_stages = __all_sync(kWarp, active && len >= V && batch_group.div == lane0_batch);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t run_off = (kFlatOut ? out_off : in_off) + l0 * S;
+  const int64_t lane0_run_off = __shfl_sync(kWarp, run_off, 0);
+  const bool warp_stages =
+      __all_sync(kWarp, active && len >= V && run_off == lane0_run_off + lane * (S * V));
   if (!active) return;
-  if (len < V) {  // the batch's last group, cut short
-    for (int l = 0; l < len; ++l)
+  if constexpr (kFlatOut) {
+    if (len < V) {  // the batch's last group, cut short
+      for (int l = 0; l < len; ++l)
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if constexpr (kFlatOut) run_out[l * S + s] = lines_in[s * line_stride + l];
-        else lines_out[s * line_stride + l] = run_in[l * S + s];
-      }
-    return;
+        for (int s = 0; s < S; ++s) run_out[l * S + s] = lines_in[s * line_stride + l];
+      return;
+    }
   }
   __shared__ uint4 staged[kInterleaveThreads / 32][32 * S];
   uint4* warp_slots = staged[threadIdx.x / 32];
-  const int lane = static_cast<int>(threadIdx.x % 32);
   VecE line[S], run[S];  // every load is issued before the first store
   if constexpr (kFlatOut) {
 #pragma unroll
@@ -168,16 +171,18 @@ bool launch_interleave(const E* in, E* out, const TransposeGeometry& g, cudaStre
     return false;  // 16-byte elements: nothing to interleave within a vector
   } else {
     if (!g.tiled || g.row_in_stride != 1) return false;
+    // Lines of at least one whole vector (shorter ones would move element by element); when
+    // the run is read, of whole vectors only.
     const bool flat_out = g.cols >= 2 && g.cols <= kInterleaveMax && g.row_out_stride == g.cols &&
-                          g.col_in_stride % V == 0;
+                          g.col_in_stride % V == 0 && g.rows >= V;
     const bool flat_in = !flat_out && g.rows >= 2 && g.rows <= kInterleaveMax &&
-                         g.col_in_stride == g.rows && g.row_out_stride % V == 0;
+                         g.col_in_stride == g.rows && g.row_out_stride % V == 0 && g.cols % V == 0;
     if (!(flat_out || flat_in) || !is_aligned(in, 16)) return false;
     for (int i = 0; i < g.nbatch; ++i)
       if (g.batch_in_stride[i] % V != 0 || g.batch_out_stride[i] % V != 0) return false;
     const int64_t groups = ceil_div(flat_out ? g.rows : g.cols, int64_t(V));
     const int64_t items = g.batches() * groups;
-    if (items > UINT32_MAX - kInterleaveThreads) return false;
+    if (items > INT32_MAX) return false;  // IntDivider<unsigned> divides up to 2^31 - 1
     launch_interleave_of_side<E>(static_cast<int>(flat_out ? g.cols : g.rows), flat_out, in, out, g,
                                  static_cast<unsigned>(groups), static_cast<unsigned>(items),
                                  stream);

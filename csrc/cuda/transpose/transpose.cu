@@ -4,7 +4,7 @@
 //   no tile needed       row copies (rows.cuh)
 //   tiny                 one element gathered per thread (gather.cuh)
 //   a side of 2..16      16-byte vectors of each line interleaved in registers (interleave.cuh)
-//   a side <= 4          gathered, where the lines are off the 16-byte grid
+//   a side <= 4          gathered, where the interleave kernel does not apply
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
@@ -114,7 +114,7 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
   } else if (allow.interleave && launch_interleave(in, out, g, stream)) {
     // done: a short side, in registers
   } else if (allow.gather && launch_gather(in, out, g, /*short_sides=*/true, stream)) {
-    // done: a short side off the 16-byte grid, no tile
+    // done: a short side the interleave kernel does not take, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
   } else if (launch_word_cells(in, out, g, stream)) {

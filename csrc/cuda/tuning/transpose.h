@@ -8,13 +8,13 @@
 namespace smem::cuda::transpose {
 
 // Tiny transposes (transpose_gather_kernel): up to kGatherMaxElements elements, one gathered
-// per thread, in blocks of kGatherThreads; larger ones are staged through tiles. The limit
+// per thread, in blocks of kGatherThreads; larger ones take the other kernels. The limit
 // counts elements, not bytes: at 2^18 elements the staged kernels won for 1-, 2- and 4-byte
 // elements alike, at 2^17 the gather did.
 constexpr int64_t kGatherMaxElements = int64_t(1) << 17;
 // ... and at any size (below 2^31 elements) where a side is at most kGatherShortMax and the
-// interleave kernel does not apply (lines off the 16-byte grid): there the skinny kernel's blocks
-// move a few hundred bytes each.
+// interleave kernel does not apply (its conditions: interleave.cuh): there the skinny kernel's
+// blocks move a few hundred bytes each.
 constexpr int64_t kGatherShortMax = 4;
 constexpr int kGatherThreads = 256;
 
@@ -23,6 +23,18 @@ constexpr int kGatherThreads = 256;
 // run, within the 48 KB of static shared memory at S = 16). One kernel per side and direction.
 constexpr int kInterleaveMax = 16;
 constexpr int kInterleaveThreads = 128;
+// Resident blocks per SM at least (__launch_bounds__) for S <= 3: a full SM (32 registers a
+// thread, which those kernels fit without spilling) on the SMs that hold 2048 threads (sm_80,
+// sm_90, sm_100; measured on sm_90), no bound on the 1024- and 1536-thread SMs, for which it
+// would be out of range. Larger S take no bound: at S = 4, 32 registers spilled for 2-byte
+// elements and for reading the run.
+#if defined(__CUDA_ARCH__) && \
+    (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+constexpr int kInterleaveFullSm = 2048 / kInterleaveThreads;
+#else
+constexpr int kInterleaveFullSm = 1;
+#endif
+constexpr int interleave_min_blocks(int side) { return side <= 3 ? kInterleaveFullSm : 1; }
 
 // Element tiles (transpose_tile_kernel): a 32 x kTileThreadsY block, a warp per tile row.
 constexpr int kTileThreadsX = 32;
