@@ -224,6 +224,10 @@ def transpose_cases(sw: Sweep):
         spec += [((8192, 8192), torch.float64), ((8192, 1000), torch.float32),
                  ((64, 512, 512), torch.bfloat16), ((33, 65536), torch.bfloat16),
                  ((65536, 33), torch.bfloat16)]
+        # short sides in registers (the interleave kernel): 3 lines and their interleave, and
+        # an image batch to HWC and back
+        spec += [((3, 1 << 20), torch.float32), ((1 << 20, 3), torch.float32),
+                 ((64, 3, 224 * 224), torch.uint8), ((64, 224 * 224, 3), torch.uint8)]
         if sw.quick:
             spec = [((4096, 4096), torch.float32), ((8192, 1000), torch.float32)]
     # torch.compile where it is a peer worth its compile time: the goal cases and the largest
@@ -231,7 +235,9 @@ def transpose_cases(sw: Sweep):
                    ((4096, 4096), torch.uint8), ((16384, 16384), torch.float32),
                    ((16384, 16384), torch.bfloat16), ((16384, 16384), torch.uint8),
                    ((8192, 1000), torch.float32), ((64, 512, 512), torch.bfloat16),
-                   ((33, 65536), torch.bfloat16), ((65536, 33), torch.bfloat16)}
+                   ((33, 65536), torch.bfloat16), ((65536, 33), torch.bfloat16),
+                   ((3, 1 << 20), torch.float32), ((1 << 20, 3), torch.float32),
+                   ((64, 3, 224 * 224), torch.uint8), ((64, 224 * 224, 3), torch.uint8)}
     for shape, dtype in spec:
         x = (torch.randint(0, 255, shape, device=sw.alloc, dtype=torch.uint8).to(dtype)
              if not dtype.is_floating_point else _randn(shape, dtype, sw))
