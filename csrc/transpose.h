@@ -51,6 +51,13 @@ struct TransposeGeometry {
       out += n * batch_out_stride[0];
     }
   }
+  // Whether every batch offset, in and out, is a multiple of p elements: a batch then starts on
+  // the same word grid as the first.
+  bool batch_strides_multiple_of(int64_t p) const {
+    for (int i = 0; i < nbatch; ++i)
+      if (batch_in_stride[i] % p != 0 || batch_out_stride[i] % p != 0) return false;
+    return true;
+  }
 };
 
 inline std::pair<int64_t, int64_t> transpose_dims(const at::Tensor& self, int64_t dim0,

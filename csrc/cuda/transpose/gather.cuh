@@ -1,13 +1,13 @@
 // Tiny transposes (at most kGatherMaxElements), and those with a side of at most
 // kGatherShortMax that the interleave kernel does not take (interleave.cuh: lines off the
 // 16-byte grid, 16-byte elements, strided lines or run): each thread gathers one output element
-// straight from the input. A staged tile
-// costs a load, a barrier and a shared-memory round trip before the first store; a small matrix
-// makes a few tile blocks, a kernel that is a chain of latencies on an idle chip, and a short
-// side makes skinny blocks of a few hundred bytes each. Here each thread's one load is its own,
-// in blocks of 256 threads (16 for 64 x 64 elements, where the word-cell kernel ran one block);
-// the stores are coalesced along the output's last dim, the loads are not: at a tiny size the L2
-// absorbs that, and with a short side a warp's loads span only a few lines.
+// straight from the input. A staged tile costs a load, a barrier and a shared-memory round trip
+// before the first store; a small matrix makes a few tile blocks, a kernel that is a chain of
+// latencies on an idle chip, and a short side makes skinny blocks of a few hundred bytes each.
+// Here each thread's one load is its own, in blocks of 256 threads (16 for 64 x 64 elements,
+// where the word-cell kernel ran one block); the stores are coalesced along the output's last
+// dim, the loads are not: at a tiny size the L2 absorbs that, and with a short side a warp's
+// loads span only a few lines.
 #pragma once
 
 #include <ATen/cuda/detail/IntegerDivider.cuh>

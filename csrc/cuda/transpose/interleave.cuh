@@ -177,9 +177,8 @@ bool launch_interleave(const E* in, E* out, const TransposeGeometry& g, cudaStre
                           g.col_in_stride % V == 0 && g.rows >= V;
     const bool flat_in = !flat_out && g.rows >= 2 && g.rows <= kInterleaveMax &&
                          g.col_in_stride == g.rows && g.row_out_stride % V == 0 && g.cols % V == 0;
-    if (!(flat_out || flat_in) || !is_aligned(in, 16)) return false;
-    for (int i = 0; i < g.nbatch; ++i)
-      if (g.batch_in_stride[i] % V != 0 || g.batch_out_stride[i] % V != 0) return false;
+    if (!(flat_out || flat_in) || !is_aligned(in, 16) || !g.batch_strides_multiple_of(V))
+      return false;
     const int64_t groups = ceil_div(flat_out ? g.rows : g.cols, int64_t(V));
     const int64_t items = g.batches() * groups;
     if (items > INT32_MAX) return false;  // IntDivider<unsigned> divides up to 2^31 - 1

@@ -32,21 +32,13 @@ namespace smem::cuda {
 namespace {
 using namespace transpose;
 
-// Whether every batch offset, in and out, is a multiple of P elements: a batch then starts on
-// the same word grid as the first.
-inline bool batch_strides_multiple_of(const TransposeGeometry& g, int64_t P) {
-  for (int i = 0; i < g.nbatch; ++i)
-    if (g.batch_in_stride[i] % P != 0 || g.batch_out_stride[i] % P != 0) return false;
-  return true;
-}
-
 // Whether P x P cells of `bytes`-wide words are aligned on both sides for this geometry and
 // input pointer: rows are the input's unit-stride dim, every other stride (in elements) is a
 // multiple of P, and the input starts on a word boundary (outputs are fresh allocations).
 template <typename E>
 bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_bytes) {
   return g.tiled && g.row_in_stride == 1 && g.col_in_stride % P == 0 && g.row_out_stride % P == 0 &&
-         is_aligned(in, word_bytes) && batch_strides_multiple_of(g, P);
+         is_aligned(in, word_bytes) && g.batch_strides_multiple_of(P);
 }
 
 // Tiles of kCellsPerTile x kCellsPerTile cells of kCellWordBytes<E>-byte words (bf16: cells of
@@ -76,7 +68,7 @@ bool launch_skinny(const E* in, E* out, const TransposeGeometry& g, cudaStream_t
       g.rows <= kSkinnyMax && g.cols > L && g.row_in_stride == 1 && g.col_in_stride == g.rows;
   if (!g.tiled || !(flat_out || flat_in)) return false;
   const bool vectors =
-      P > 1 && is_aligned(in, 16) && batch_strides_multiple_of(g, P) &&
+      P > 1 && is_aligned(in, 16) && g.batch_strides_multiple_of(P) &&
       (flat_out ? g.row_in_stride == 1 && g.col_in_stride % P == 0 : g.row_out_stride % P == 0);
   const int64_t chunks = g.batches() * ceil_div(flat_out ? g.rows : g.cols, L);
   auto* kernel =
