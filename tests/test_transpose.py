@@ -90,7 +90,8 @@ def test_1_byte_cells_of_8_byte_words(device, dtype, shape):
                                    torch.complex128], ids=str)
 @pytest.mark.parametrize("shape", [(33, 5000), (5000, 33), (2, 3001), (3001, 1), (3, 50001),
                                    (50001, 4), (5, 30001), (64, 999),
-                                   (999, 64), (7, 3, 1000), (5, 1000, 3)], ids=str)
+                                   (999, 64), (7, 3, 1000), (5, 1000, 3), (3, 33, 2000),
+                                   (3, 2000, 33), (17, 9000), (9000, 48)], ids=str)
 def test_skinny(device, dtype, shape):
     """One short side (<= 64): a chunk of the long side and the whole short side per block."""
     x = make_any(shape, dtype, device)
