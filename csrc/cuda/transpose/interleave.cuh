@@ -74,16 +74,18 @@ transpose_interleave_kernel(const E* __restrict__ in, E* __restrict__ out,
   int64_t in_off, out_off;
   g.batch_offsets(batch_group.div, in_off, out_off);
   const int64_t l0 = static_cast<int64_t>(batch_group.mod) * V;
-  // Element l of line s is lines[s * line_stride + l]; run element k of the group is run[k].
+  // Element l of line s is lines[s * line_stride + l]; run element k of the group is run[k]. The
+  // group's lines start at lines_off in their tensor, its run at run_off in the other.
   const int64_t line_stride = kFlatOut ? g.col_in_stride : g.row_out_stride;
   const int64_t len = (kFlatOut ? g.rows : g.cols) - l0;
-  const E* lines_in = in + in_off + l0;
-  const E* run_in = in + in_off + l0 * S;
-  E* lines_out = out + out_off + l0;
-  E* run_out = out + out_off + l0 * S;
+  const int64_t lines_off = (kFlatOut ? in_off : out_off) + l0;
+  const int64_t run_off = (kFlatOut ? out_off : in_off) + l0 * S;
+  const E* lines_in = in + lines_off;
+  const E* run_in = in + run_off;
+  E* lines_out = out + lines_off;
+  E* run_out = out + run_off;
   // Every lane of the warp takes part in these votes.
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int64_t run_off = (kFlatOut ? out_off : in_off) + l0 * S;
   const int64_t lane0_run_off = __shfl_sync(kWarp, run_off, 0);
   const bool warp_stages =
       __all_sync(kWarp, active && len >= V && run_off == lane0_run_off + lane * (S * V));
