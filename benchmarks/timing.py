@@ -10,7 +10,9 @@ wall time    `time_wall(fn)`: CUDA events around each call, triton.testing.do_be
 
 How time_device attributes activities to calls. Each call is preceded by a flush, an in-place
 bitwise NOT of a 256 MB int32 buffer: it leaves the L2 holding the buffer's dirty lines, as
-do_bench's flush does, and its kernel is one that no op measured here launches. The flush is
+do_bench's flush does, and its kernel is one that no op measured here launches. Before it,
+cudaCtxResetPersistingL2Cache returns lines loaded with an evict-last hint to normal, which
+the writes alone would not evict (reset_persisting_l2). The flush is
 first profiled alone, once per device, which gives the names and the number of its activities.
 Then warm-up + `calls` pairs (flush, fn) run under one profiler, on the current stream, and
 the device activities are taken in start order: each flush opens the next call's group, and
@@ -45,11 +47,56 @@ def l2_flush_buffer(device) -> torch.Tensor:
 _FLUSH_BUFFERS: dict[str, torch.Tensor] = {}
 
 
+def _load_cudart():
+    """The CUDA runtime library (ctypes), for cudaCtxResetPersistingL2Cache; None if not found."""
+    import ctypes
+    import glob
+    import os
+
+    dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+    dirs += glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)),
+                                   "nvidia", "*", "lib"))
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            dirs.append(os.path.join(home, "lib64"))
+    for path in [f for d in dirs for f in sorted(glob.glob(os.path.join(d, "libcudart.so*")))] + [
+            "libcudart.so"]:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+_CUDART: list = []  # [library or None], loaded once
+
+
+def reset_persisting_l2() -> bool:
+    """Returns L2 lines marked persisting (loads with an evict-last hint) to normal, once the
+    GPU has finished the work queued so far: a flush by plain writes does not evict them, so an
+    input that a kernel reads with that hint (torch.compile's transposes do) stays in the L2
+    across the flush and its next call reads it from there. False where the runtime library
+    was not found (the flush then leaves such lines in place)."""
+    if not _CUDART:
+        _CUDART.append(_load_cudart())
+        if _CUDART[0] is None:
+            print("benchmarks.timing: libcudart not found; L2 lines with an evict-last hint "
+                  "survive the flush", file=sys.stderr)
+    if _CUDART[0] is None:
+        return False
+    torch.cuda.synchronize()  # the reset acts when called, not in stream order
+    _CUDART[0].cudaSetDevice(torch.cuda.current_device())  # this library's own current device
+    _CUDART[0].cudaCtxResetPersistingL2Cache()
+    return True
+
+
 def l2_flush(device="cuda") -> None:
-    """Flushes the L2 with a kernel no measured op launches (bitwise NOT, in place, 256 MB)."""
+    """Flushes the L2 with a kernel no measured op launches (bitwise NOT, in place, 256 MB),
+    after returning any persisting lines to normal (reset_persisting_l2)."""
     key = str(torch.device(device))
     if key not in _FLUSH_BUFFERS:
         _FLUSH_BUFFERS[key] = l2_flush_buffer(device)
+    reset_persisting_l2()
     _FLUSH_BUFFERS[key].bitwise_not_()
 
 
