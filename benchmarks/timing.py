@@ -85,8 +85,15 @@ def reset_persisting_l2() -> bool:
     if _CUDART[0] is None:
         return False
     torch.cuda.synchronize()  # the reset acts when called, not in stream order
-    _CUDART[0].cudaSetDevice(torch.cuda.current_device())  # this library's own current device
-    _CUDART[0].cudaCtxResetPersistingL2Cache()
+    rt = _CUDART[0]
+    rc = rt.cudaSetDevice(torch.cuda.current_device())  # this library's own current device
+    if rc == 0:
+        rc = rt.cudaCtxResetPersistingL2Cache()
+    if rc != 0:
+        rt.cudaGetLastError()  # clear it, so that no later check blames another call
+        raise RuntimeError(f"benchmarks.timing: cudaCtxResetPersistingL2Cache failed "
+                           f"(cudaError {rc}): the flush would leave lines with an evict-last "
+                           "hint in the L2")
     return True
 
 
