@@ -28,6 +28,10 @@ the median of the rest is reported, with the median number of activities per cal
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
+import glob
+import os
 import statistics
 import sys
 import time
@@ -47,12 +51,10 @@ def l2_flush_buffer(device) -> torch.Tensor:
 _FLUSH_BUFFERS: dict[str, torch.Tensor] = {}
 
 
-def _load_cudart():
-    """The CUDA runtime library (ctypes), for cudaCtxResetPersistingL2Cache; None if not found."""
-    import ctypes
-    import glob
-    import os
-
+@functools.cache
+def _cudart():
+    """The CUDA runtime library (ctypes), for cudaCtxResetPersistingL2Cache; None (and a warning,
+    once) if not found."""
     dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
     dirs += glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)),
                                    "nvidia", "*", "lib"))
@@ -65,10 +67,9 @@ def _load_cudart():
             return ctypes.CDLL(path)
         except OSError:
             continue
+    print("benchmarks.timing: libcudart not found; L2 lines with an evict-last hint survive the "
+          "flush", file=sys.stderr)
     return None
-
-
-_CUDART: list = []  # [library or None], loaded once
 
 
 def reset_persisting_l2() -> bool:
@@ -77,15 +78,10 @@ def reset_persisting_l2() -> bool:
     input that a kernel reads with that hint (torch.compile's transposes do) stays in the L2
     across the flush and its next call reads it from there. False where the runtime library
     was not found (the flush then leaves such lines in place)."""
-    if not _CUDART:
-        _CUDART.append(_load_cudart())
-        if _CUDART[0] is None:
-            print("benchmarks.timing: libcudart not found; L2 lines with an evict-last hint "
-                  "survive the flush", file=sys.stderr)
-    if _CUDART[0] is None:
+    rt = _cudart()
+    if rt is None:
         return False
     torch.cuda.synchronize()  # the reset acts when called, not in stream order
-    rt = _CUDART[0]
     rc = rt.cudaSetDevice(torch.cuda.current_device())  # this library's own current device
     if rc == 0:
         rc = rt.cudaCtxResetPersistingL2Cache()
