@@ -173,7 +173,7 @@ def extension():
     ]
     return CUDAExtension(
         "smem_ops._C",
-        sources + rel("csrc/cuda/**/*.cu"),
+        sources + rel("csrc/cuda/**/*.cu") + rel("csrc/cuda/**/*.cpp"),
         include_dirs=include_dirs,
         extra_compile_args={"cxx": cxx + ["-DSMEM_WITH_CUDA=1"], "nvcc": nvcc + ["-DSMEM_WITH_CUDA=1"]},
         extra_link_args=link,

@@ -2,12 +2,12 @@
 // argument checks, result dtype, and the [outer, reduced, inner] view every kernel works on.
 #pragma once
 
+#include "reduce_element.h"
 #include "smem.h"
 
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/ScalarType.h>
-#include <c10/macros/Macros.h>
 
 #include <algorithm>
 #include <optional>
@@ -15,34 +15,6 @@
 #include <vector>
 
 namespace smem {
-
-// The map applied to each element before it is summed.
-enum class ReduceMap { kIdentity, kSquare, kProduct };
-
-// Accumulation type of a reduction, shared by CPU and CUDA:
-// bool/integers -> int64, fp16/bf16/fp32 -> fp32, fp64 -> fp64, complex -> its own type.
-template <typename T> struct AccumulateType { using type = T; };
-template <> struct AccumulateType<bool> { using type = int64_t; };
-template <> struct AccumulateType<uint8_t> { using type = int64_t; };
-template <> struct AccumulateType<int8_t> { using type = int64_t; };
-template <> struct AccumulateType<int16_t> { using type = int64_t; };
-template <> struct AccumulateType<int32_t> { using type = int64_t; };
-template <> struct AccumulateType<c10::Half> { using type = float; };
-template <> struct AccumulateType<c10::BFloat16> { using type = float; };
-template <typename T> using acc_t = typename AccumulateType<T>::type;
-
-// x, x*x or x*y in the accumulate type A (so squares of fp16/int8 neither round nor wrap).
-template <ReduceMap M, typename A, typename T>
-C10_HOST_DEVICE inline A map_element(T a, T b) {
-  if constexpr (M == ReduceMap::kIdentity) {
-    return static_cast<A>(a);
-  } else if constexpr (M == ReduceMap::kSquare) {
-    const A v = static_cast<A>(a);
-    return v * v;
-  } else {
-    return static_cast<A>(a) * static_cast<A>(b);
-  }
-}
 
 inline bool reduce_dtype_supported(at::ScalarType t) {
   switch (t) {

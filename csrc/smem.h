@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#ifdef SMEM_WITH_CUDA
+#include "cuda/build_info.h"
+#endif
+
 namespace smem {
 
 // A dtype as Python prints it ("torch.float32"), so C++ errors read like torch's own and
@@ -54,15 +58,5 @@ std::vector<std::string> variants(const std::string& family);
 // The input dtypes a family's checks accept ("reduce", "transpose", "histogram"), as torch
 // names them ("torch.float32"): the one list the fake kernels check against too.
 std::vector<std::string> supported_dtypes(const std::string& family);
-
-#ifdef SMEM_WITH_CUDA
-namespace cuda {
-std::vector<int64_t> compiled_archs();
-bool cluster_supported(int64_t device);
-std::vector<std::string> reduce_variants();
-std::vector<std::string> transpose_variants();
-std::vector<std::string> histogram_variants();
-}  // namespace cuda
-#endif
 
 }  // namespace smem

@@ -1,8 +1,9 @@
 """Compile every CUDA source with nvcc, with the flags the real build uses, without linking.
 
 CI has nvcc but no GPU and a CPU-only torch, so `setup.py` builds the CPU extension there;
-this script still puts every .cu file through nvcc (host and device passes) so that a CUDA
-compile error fails CI. A CPU torch wheel ships the c10/cuda headers but not the one header
+this script still puts every .cu file through nvcc (host and device passes), and the CUDA
+backend's torch-side .cpp files through nvcc's host compiler, so that a compile error shows
+without a CUDA torch. A CPU torch wheel ships the c10/cuda headers but not the one header
 its CMake build generates (c10/cuda/impl/cuda_cmake_macros.h); a stand-in with the same
 single definition is written to a temporary include directory.
 
@@ -59,13 +60,14 @@ def main() -> int:
     ap.add_argument("--archs", default=DEFAULT_ARCHS,
                     help=f"archs in TORCH_CUDA_ARCH_LIST syntax (default {DEFAULT_ARCHS})")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("sources", nargs="*", help="only these .cu files (default: every one)")
+    ap.add_argument("sources", nargs="*", help="only these files (default: every .cu and .cpp under csrc/cuda)")
     args = ap.parse_args()
     if shutil.which("nvcc") is None:
         print("check_cuda_compile: nvcc not found", file=sys.stderr)
         return 1
     sources = sorted(os.path.abspath(s) for s in args.sources) or sorted(
-        glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True))
+        p for ext in ("cu", "cpp")
+        for p in glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", f"*.{ext}"), recursive=True))
     with tempfile.TemporaryDirectory() as tmp:
         shim = os.path.join(tmp, "include")
         os.makedirs(os.path.join(shim, "c10", "cuda", "impl"))

@@ -1,12 +1,8 @@
 // Building blocks shared by the smem CUDA kernels: device properties, launch shapes,
 // 16-byte vector loads, warp/block reductions and the "last block finishes" handshake.
+// Free of torch's headers (cuda/launch.h says why, and declares scratch and zeroed memory).
 #pragma once
 
-#include <ATen/core/Tensor.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <c10/util/FunctionRef.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +12,7 @@
 #include <type_traits>
 
 #include "cuda/device_info.h"
+#include "cuda/launch.h"
 #include "cuda/tuning/common.h"
 
 namespace smem::cuda {
@@ -24,7 +21,7 @@ namespace smem::cuda {
 
 inline const DeviceInfo& current_device_info() {
   int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
+  SMEM_CUDA_CHECK(cudaGetDevice(&device));
   return device_info(device);
 }
 
@@ -37,18 +34,13 @@ inline unsigned grid_for(int64_t work_items, int64_t items_per_block, int blocks
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, fill)));
 }
 
-// query() (kernel attributes, an occupancy) once per kernel, device, dynamic shared memory
-// and `extra`; later launches reuse the answer instead of asking the runtime again.
-int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra,
-                    c10::function_ref<int()> query);
-
 // Blocks of `kernel` resident on one SM at once, launched with `threads` threads and
 // `smem_bytes` of dynamic shared memory (which the kernel must already allow).
 template <typename Kernel>
 int resident_blocks_per_sm(Kernel* kernel, int threads, int64_t smem_bytes = 0) {
   return once_per_kernel(reinterpret_cast<const void*>(kernel), smem_bytes, threads, [&] {
     int blocks = 0;
-    C10_CUDA_CHECK(
+    SMEM_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
     return std::max(blocks, 1);
   });
@@ -343,22 +335,6 @@ __device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected
   return block_ticket<TicketOrder::kAcqRel>(counter, expected, [] {});
 }
 
-// Device memory that is all zeros when a kernel starts, without a memset launch where
-// possible: each stream keeps a buffer per purpose that every kernel using it leaves zeroed,
-// and the kernels of one stream run one after another. While the stream is being captured
-// into a CUDA graph, the buffer comes fresh from at::zeros (a memset node of the graph), kept
-// alive by `fresh`.
-enum class ZeroedUse { kCounters, kHistogram };
-void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& options,
-                       at::Tensor& fresh);
-
-// `count` counters at zero for last_block_to_finish on the current stream.
-inline unsigned* zeroed_counters(int64_t count, const at::TensorOptions& options,
-                                 at::Tensor& fresh) {
-  return static_cast<unsigned*>(
-      zeroed_workspace(count * int64_t(sizeof(unsigned)), ZeroedUse::kCounters, options, fresh));
-}
-
 // Opts a kernel into dynamic shared memory up to the device's opt-in limit less
 // kStaticSmemReserve, where `bytes` of it with the static part may pass the default per-block
 // limit (max_smem_per_block, 48 KiB). The attribute is only a cap: the launch's own size decides
@@ -368,7 +344,7 @@ void allow_dynamic_smem(Kernel* kernel, int64_t bytes) {
   const DeviceInfo& info = current_device_info();
   if (bytes + kStaticSmemReserve <= info.max_smem_per_block) return;
   once_per_kernel(reinterpret_cast<const void*>(kernel), -1, 0, [&] {
-    C10_CUDA_CHECK(
+    SMEM_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(info.max_smem_per_block_optin - kStaticSmemReserve)));
     return 0;

@@ -17,7 +17,7 @@ struct DeviceInfo {
   int l2_bytes = 0;
 };
 
-// Read once per device (info.cu); safe to call while a CUDA graph is being captured.
+// Read once per device (runtime.cpp); safe to call while a CUDA graph is being captured.
 const DeviceInfo& device_info(int device);
 
 }  // namespace smem::cuda

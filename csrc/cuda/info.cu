@@ -1,136 +1,28 @@
-// Device properties and build introspection for the CUDA backend.
-#include <ATen/ATen.h>
+// The build facts only nvcc knows: the archs the kernels were compiled for, and whether the
+// current device can run them. The torch side (device properties, workspaces): runtime.cpp.
+#include <cuda_runtime.h>
 
-#include <map>
-#include <mutex>
-#include <string>
-#include <tuple>
-#include <utility>
+#include <cstdint>
 #include <vector>
 
-#include "cuda/common.cuh"
-#include "smem.h"
+#include "cuda/build_info.h"
 
 namespace smem::cuda {
 
 namespace {
-
 __global__ void arch_probe_kernel() {}
-
-std::string compiled_archs_text() {
-  std::string text;
-  for (int64_t arch : compiled_archs())
-    text += (text.empty() ? "sm_" : ", sm_") + std::to_string(arch / 10);
-  return text;
-}
-
-// Every kernel of this library is compiled for the same archs, so one probe tells whether
-// the driver has machine code (or PTX it can compile) for `device`. Without this, the first
-// launch would fail with "no kernel image is available", which names neither arch nor fix.
-void check_kernels_built_for(int device, const DeviceInfo& d) {
-  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  cudaFuncAttributes attributes{};
-  const cudaError_t status = cudaFuncGetAttributes(&attributes, arch_probe_kernel);
-  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
-    (void)cudaGetLastError();
-    cudaDeviceProp prop{};
-    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    // The rebuild command is smem_ops/_meta.py's BUILD_COMMAND.
-    TORCH_CHECK(false, "smem_ops: no CUDA kernels for cuda:", device, " (", prop.name, ", sm_",
-                d.major, d.minor, "): this build holds ", compiled_archs_text(),
-                ". Rebuild for this GPU: TORCH_CUDA_ARCH_LIST=\"", d.major, ".", d.minor,
-                "\" pip install --no-build-isolation -e .");
-  }
-  C10_CUDA_CHECK(status);
-}
-
 }  // namespace
-
-const DeviceInfo& device_info(int device) {
-  constexpr int kMaxDevices = 64;
-  static DeviceInfo infos[kMaxDevices];
-  static std::once_flag once[kMaxDevices];
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "smem_ops: device index ", device,
-              " out of range");
-  std::call_once(once[device], [device] {
-    DeviceInfo& d = infos[device];
-    // cudaDeviceGetAttribute, unlike cudaGetDeviceProperties, is cheap and capture-safe.
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device));
-    C10_CUDA_CHECK(
-        cudaDeviceGetAttribute(&d.max_smem_per_block, cudaDevAttrMaxSharedMemoryPerBlock, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_block_optin,
-                                          cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_smem_per_sm,
-                                          cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.reserved_smem_per_block,
-                                          cudaDevAttrReservedSharedMemoryPerBlock, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, device));
-    check_kernels_built_for(device, d);
-  });
-  return infos[device];
-}
-
-int once_per_kernel(const void* kernel, int64_t smem_bytes, int extra,
-                    c10::function_ref<int()> query) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int64_t, int>, int> known;
-  int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_tuple(kernel, device, smem_bytes, extra);
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) return it->second;
-  }
-  // Asked without the lock: a query may itself ask (the cluster occupancy raises the kernel's
-  // shared memory cap first), and two threads asking at once get the same answer.
-  const int value = query();
-  const std::lock_guard<std::mutex> lock(mutex);
-  known.emplace(key, value);
-  return value;
-}
-
-void* zeroed_workspace(int64_t bytes, ZeroedUse use, const at::TensorOptions& options,
-                       at::Tensor& fresh) {
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  const auto byte_options = options.dtype(at::kByte);
-  bytes = std::max<int64_t>(bytes, 1);
-  if (capture != cudaStreamCaptureStatusNone) {
-    fresh = at::zeros({bytes}, byte_options);
-    return fresh.mutable_data_ptr();
-  }
-  // Never freed: a buffer outgrown while another host thread is about to launch on it must
-  // stay valid, and tensors must not be destroyed after the CUDA context at exit.
-  using Key = std::tuple<int, c10::StreamId, ZeroedUse>;
-  static std::mutex mutex;
-  static auto* buffers = new std::map<Key, at::Tensor>();
-  static auto* outgrown = new std::vector<at::Tensor>();
-  const std::lock_guard<std::mutex> lock(mutex);
-  at::Tensor& buffer = (*buffers)[{stream.device_index(), stream.id(), use}];
-  if (!buffer.defined() || buffer.numel() < bytes) {
-    if (buffer.defined()) outgrown->push_back(buffer);
-    buffer = at::zeros({std::max<int64_t>(bytes, 4096)}, byte_options);  // once per stream, mostly
-  }
-  return buffer.mutable_data_ptr();
-}
 
 std::vector<int64_t> compiled_archs() {
   // nvcc defines __CUDA_ARCH_LIST__ (e.g. 800,900) in every compilation pass.
   return {__CUDA_ARCH_LIST__};
 }
 
-bool cluster_supported(int64_t device) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  bool built_for_sm90 = false;
-  for (int64_t arch : compiled_archs()) built_for_sm90 |= arch >= 900;
-  return built_for_sm90 && device_info(static_cast<int>(device)).major >= 9;
+// Every kernel of this library is compiled for the same archs, so one probe tells whether
+// the driver has machine code (or PTX it can compile) for the current device.
+int probe_kernel_image() {
+  cudaFuncAttributes attributes{};
+  return static_cast<int>(cudaFuncGetAttributes(&attributes, arch_probe_kernel));
 }
 
 }  // namespace smem::cuda

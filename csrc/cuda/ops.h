@@ -8,23 +8,19 @@
 #include <cstdint>
 #include <optional>
 
+#include "cuda/transpose/launch.h"
+
 namespace smem::cuda {
 
 namespace histogram {
 struct Request;  // histogram/shape.h
 }  // namespace histogram
 
-// reduce/reduce.cu
+// reduce/reduce_ops.cpp
 at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype);
 
-// transpose/transpose.cu
-// The kernels that need no tile, each of which transpose_cuda may take where it applies; the
-// ladder's "final:gather" and "final:staged" turn them off, so that tests reach what is behind.
-struct TransposeKernels {
-  bool interleave = true;  // a short side in registers (transpose/interleave.cuh)
-  bool gather = true;      // tiny or short-sided inputs, an element per thread (gather.cuh)
-};
+// transpose/transpose_ops.cpp
 at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
                           TransposeKernels allow = {});
 

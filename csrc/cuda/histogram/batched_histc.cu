@@ -16,6 +16,9 @@
 // auto-range rows that long are refused (use smem.histc on each).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <type_traits>

@@ -9,6 +9,9 @@
 // histc_with too, with their own Request: ladder/histc_variants.cu.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <climits>
@@ -176,17 +179,15 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result
   // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's. Fused needs
   // counts below 2^kTicketShift (Counts::add_totals): far more elements than a device holds.
   const bool fused = plan.bins <= kFusedBins && n < (int64_t(1) << Counts::kTicketShift);
-  at::Tensor fresh_counters, fresh_workspace;
-  unsigned* done =
-      plan.auto_range || fused ? zeroed_counters(2, x.options(), fresh_counters) : nullptr;
+  Scratch fresh_counters, fresh_workspace;
+  unsigned* done = plan.auto_range || fused ? zeroed_counters(2, fresh_counters) : nullptr;
   // Fused: the kernel writes `result` in its dtype (Counts). Otherwise the blocks add into zeroed
   // int64 counts: `result` itself, or a scratch tensor converted into it after the kernel.
   at::Tensor counts;
   Counts out{};
   if (fused) {
-    out = Counts{static_cast<unsigned long long*>(
-                     zeroed_workspace(plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram,
-                                      x.options(), fresh_workspace)),
+    out = Counts{static_cast<unsigned long long*>(zeroed_workspace(
+                     plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram, fresh_workspace)),
                  result.mutable_data_ptr(), count_type(result.scalar_type()), done + 1};
   } else {
     counts = result.scalar_type() == at::kLong ? result : at::empty_like(result, at::kLong);

@@ -24,6 +24,9 @@
 // H100, 13K on an A100): more bins raise NotImplementedError naming the limit.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include "cuda/common.cuh"

@@ -3,6 +3,9 @@
 // best. Every variant runs through histc_with (histogram/histc.cu) with its own Request;
 // choose_shape (histogram/shape.h) gives each its counter layout.
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <iterator>

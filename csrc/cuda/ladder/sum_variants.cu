@@ -1,16 +1,14 @@
 // The technique ladder of sums (torch.ops.smem._sum_variant, smem_ops.variants("reduce")): the
 // seeds' steps to the final kernel, as float32 full sums for the benchmark (time and relative
 // error on the same input). Each variant but final sums plainly in float, as the seeds did.
-#include <ATen/ATen.h>
-#include <torch/library.h>
-
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cuda/build_info.h"
 #include "cuda/common.cuh"
-#include "cuda/ops.h"
-#include "smem.h"
+#include "cuda/reduce/launch.h"
 
 namespace smem::cuda {
 namespace {
@@ -91,19 +89,14 @@ ladder_grid_stride_kernel(const float* x, int64_t n, float* partial) {
   }
 }
 
-at::Tensor ladder_sum(const at::Tensor& self, Variant variant) {
-  TORCH_CHECK_TYPE(self.scalar_type() == at::kFloat,
-                   "smem._sum_variant: the ladder sums float32, but got ",
-                   dtype_name(self.scalar_type()));
-  const c10::cuda::CUDAGuard guard(self.device());
-  const at::Tensor x = self.contiguous();
-  const int64_t n = x.numel();
-  at::Tensor out = at::zeros({}, x.options());
-  if (n == 0) return out;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const float* src = x.const_data_ptr<float>();
-  float* result = out.mutable_data_ptr<float>();
-  switch (variant) {
+}  // namespace
+
+void launch_sum_variant(int variant, const float* src, int64_t n, float* result,
+                        cudaStream_t stream) {
+  if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
+    throw std::invalid_argument("smem: no sum ladder variant " + std::to_string(variant));
+  const auto v = static_cast<Variant>(variant);
+  switch (v) {
     case Variant::kAtomic:
       ladder_atomic_kernel<<<grid_for(n, kLadderThreads), kLadderThreads, 0, stream>>>(src, n,
                                                                                        result);
@@ -111,19 +104,19 @@ at::Tensor ladder_sum(const at::Tensor& self, Variant variant) {
     case Variant::kGlobalTree:
     case Variant::kStaticSmem: {
       // One pass per 512x shrink; each pass's block results are the next pass's input.
-      at::Tensor level;
+      Scratch level;
       for (int64_t m = n;;) {
         const int64_t blocks = ceil_div(m, 2 * kLadderThreads);
-        at::Tensor next = blocks == 1 ? out : at::empty({blocks}, x.options());
-        float* dst = next.mutable_data_ptr<float>();
-        if (variant == Variant::kGlobalTree) {
-          at::Tensor work = at::empty({blocks * kLadderThreads}, x.options());
+        Scratch next = blocks == 1 ? Scratch{} : device_scratch(blocks * int64_t(sizeof(float)));
+        float* dst = blocks == 1 ? result : static_cast<float*>(next.data);
+        if (v == Variant::kGlobalTree) {
+          Scratch work = device_scratch(blocks * kLadderThreads * int64_t(sizeof(float)));
           ladder_global_tree_kernel<<<blocks, kLadderThreads, 0, stream>>>(
-              src, m, work.mutable_data_ptr<float>(), dst);
+              src, m, static_cast<float*>(work.data), dst);
         } else {
           ladder_static_smem_kernel<<<blocks, kLadderThreads, 0, stream>>>(src, m, dst);
         }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        SMEM_LAUNCH_CHECK();
         if (blocks == 1) break;
         level = next;  // keeps the partials alive (stream-ordered) for the next pass
         src = dst;
@@ -134,34 +127,23 @@ at::Tensor ladder_sum(const at::Tensor& self, Variant variant) {
     case Variant::kDynamicSmem:
     case Variant::kWarpShuffle: {
       const unsigned grid = grid_for(n, kLadderThreads);
-      at::Tensor partial = at::empty({grid}, x.options());
-      auto* kernel = variant == Variant::kWarpShuffle ? ladder_grid_stride_kernel<true>
-                                                      : ladder_grid_stride_kernel<false>;
-      const size_t smem = variant == Variant::kWarpShuffle ? 0 : kLadderThreads * sizeof(float);
-      kernel<<<grid, kLadderThreads, smem, stream>>>(src, n, partial.mutable_data_ptr<float>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      kernel<<<1, kLadderThreads, smem, stream>>>(partial.const_data_ptr<float>(), grid, result);
+      Scratch partial = device_scratch(grid * int64_t(sizeof(float)));
+      auto* kernel = v == Variant::kWarpShuffle ? ladder_grid_stride_kernel<true>
+                                                : ladder_grid_stride_kernel<false>;
+      const size_t smem = v == Variant::kWarpShuffle ? 0 : kLadderThreads * sizeof(float);
+      auto* partials = static_cast<float*>(partial.data);
+      kernel<<<grid, kLadderThreads, smem, stream>>>(src, n, partials);
+      SMEM_LAUNCH_CHECK();
+      kernel<<<1, kLadderThreads, smem, stream>>>(partials, grid, result);
       break;
     }
-    case Variant::kFinal: return sum_cuda(x, std::nullopt, false, std::nullopt);
+    case Variant::kFinal: break;  // smem.sum itself: reduce_ops.cpp
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
+  SMEM_LAUNCH_CHECK();
 }
-
-at::Tensor sum_variant_cuda(const at::Tensor& self, c10::string_view name) {
-  for (int v = 0; v < static_cast<int>(std::size(kVariantNames)); ++v)
-    if (name == kVariantNames[v]) return ladder_sum(self, static_cast<Variant>(v));
-  TORCH_CHECK_VALUE(false, "smem._sum_variant: unknown variant '", name,
-                    "' (expected one of smem_ops.variants('reduce'))");
-}
-
-}  // namespace
 
 std::vector<std::string> reduce_variants() {
   return {std::begin(kVariantNames), std::end(kVariantNames)};
 }
 
 }  // namespace smem::cuda
-
-TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("_sum_variant", &smem::cuda::sum_variant_cuda); }

@@ -2,19 +2,17 @@
 // smem_ops.variants("transpose")): x.transpose(-2, -1).contiguous() four ways, naive to best.
 // Geometries that need no tile (the last dim is already the input's fastest) take row copies
 // in every variant but naive.
-#include <ATen/ATen.h>
-#include <torch/library.h>
-
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cuda/build_info.h"
 #include "cuda/common.cuh"
-#include "cuda/ops.h"
+#include "cuda/transpose/launch.h"
 #include "cuda/transpose/rows.cuh"
 #include "cuda/transpose/tile.cuh"
-#include "smem.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda {
 namespace {
@@ -62,10 +60,9 @@ constexpr const char* kVariantNames[] = {
 static_assert(std::size(kVariantNames) == static_cast<size_t>(Variant::kFinal) + 1);
 
 template <typename E>
-void launch_variant(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
-                    Variant variant) {
+void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g, Variant variant,
+                  cudaStream_t stream) {
   using transpose::PlainBlock;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   const E* in = static_cast<const E*>(in_ptr);
   E* out = static_cast<E*>(out_ptr);
   if (variant == Variant::kNaive) {
@@ -79,40 +76,22 @@ void launch_variant(const void* in_ptr, void* out_ptr, const TransposeGeometry& 
   } else {
     transpose::launch_tiles<E, PlainBlock<E>, 32, 1>(in, out, g, stream);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-at::Tensor transpose_variant_cuda(const at::Tensor& self, c10::string_view name) {
-  // final without the interleave kernel (then short sides gather or are staged), or without
-  // either no-tile kernel, so that tests reach the staged kernels on small or short-sided inputs
-  if (name == "final:gather")
-    return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/true});
-  if (name == "final:staged")
-    return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/false});
-  for (int v = 0; v < static_cast<int>(std::size(kVariantNames)); ++v) {
-    if (name != kVariantNames[v]) continue;
-    const auto variant = static_cast<Variant>(v);
-    if (variant == Variant::kFinal) return transpose_cuda(self, -2, -1);
-    return transpose_host(
-        self, -2, -1, [variant](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
-          const c10::cuda::CUDAGuard guard(x.device());
-          dispatch_element_size(x.element_size(), [&](auto e) {
-            launch_variant<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, variant);
-          });
-        });
-  }
-  TORCH_CHECK_VALUE(false, "smem._transpose_variant: unknown variant '", name,
-                    "' (expected one of smem_ops.variants('transpose'))");
+  SMEM_LAUNCH_CHECK();
 }
 
 }  // namespace
+
+void launch_transpose_variant(const void* in, void* out, int64_t element_size,
+                              const TransposeGeometry& g, int variant, cudaStream_t stream) {
+  if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
+    throw std::invalid_argument("smem: no transpose variant " + std::to_string(variant));
+  dispatch_element_size(element_size, [&](auto e) {
+    launch_typed<decltype(e)>(in, out, g, static_cast<Variant>(variant), stream);
+  });
+}
 
 std::vector<std::string> transpose_variants() {
   return {std::begin(kVariantNames), std::end(kVariantNames)};
 }
 
 }  // namespace smem::cuda
-
-TORCH_LIBRARY_IMPL(smem, CUDA, m) {
-  m.impl("_transpose_variant", &smem::cuda::transpose_variant_cuda);
-}

@@ -10,20 +10,20 @@
 // partial, and the last block to finish (an integer counter) sums the partials in block order.
 // The order of every addition is fixed, so results are bitwise reproducible.
 // Knobs: tuning/reduce.h. The technique ladder of full sums: ladder/sum_variants.cu.
-#include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <torch/library.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/complex.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "cuda/common.cuh"
-#include "cuda/ops.h"
 #include "cuda/reduce/cols.cuh"
+#include "cuda/reduce/launch.h"
 #include "cuda/reduce/rows.cuh"
 #include "cuda/tuning/reduce.h"
-#include "reduce.h"
-#include "smem.h"
+#include "reduce_element.h"
 
 namespace smem::cuda {
 namespace {
@@ -50,14 +50,14 @@ int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_r
 // counters their last block is found with; nothing when there is one split.
 template <typename A>
 struct SplitWorkspace {
-  at::Tensor partial, fresh_counters;
+  Scratch partial, fresh_counters;
   A* partials = nullptr;
   unsigned* done = nullptr;
-  SplitWorkspace(int splits, int64_t results, int64_t counters, const at::TensorOptions& options) {
+  SplitWorkspace(int splits, int64_t results, int64_t counters) {
     if (splits == 1) return;
-    partial = at::empty({results * splits}, options.dtype(c10::CppTypeToScalarType<A>::value));
-    partials = partial.mutable_data_ptr<A>();
-    done = zeroed_counters(counters, options, fresh_counters);
+    partial = device_scratch(results * splits * int64_t(sizeof(A)));
+    partials = static_cast<A*>(partial.data);
+    done = zeroed_counters(counters, fresh_counters);
   }
 };
 
@@ -76,29 +76,27 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
 // fp32 rows split into `splits` contiguous runs each (row_run_splits).
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
-                     const at::TensorOptions& options, bool streaming) {
+                     bool streaming, cudaStream_t stream) {
   using Word = typename SlotCode<acc_t<T>>::Word;
   constexpr int64_t V = vec_width<T>();
   // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
   const int64_t run = ceil_div(ceil_div(R, splits), V) * V;
   // the rows' ticket counters, then their slots, all zero between launches
   const int64_t counter_bytes = ceil_div(rows * int64_t(sizeof(unsigned)), 16) * 16;
-  at::Tensor fresh;
+  Scratch fresh;
   auto* work = static_cast<unsigned char*>(zeroed_workspace(
-      counter_bytes + rows * splits * int64_t(sizeof(Word)), ZeroedUse::kCounters, options, fresh));
+      counter_bytes + rows * splits * int64_t(sizeof(Word)), ZeroedUse::kCounters, fresh));
   const dim3 grid(static_cast<unsigned>(splits),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
-  reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>
-      <<<grid, kRunThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-          a, b, out, reinterpret_cast<Word*>(work + counter_bytes),
-          reinterpret_cast<unsigned*>(work), rows, R, run, static_cast<int>(splits), streaming);
+  reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O><<<grid, kRunThreads, 0, stream>>>(
+      a, b, out, reinterpret_cast<Word*>(work + counter_bytes), reinterpret_cast<unsigned*>(work),
+      rows, R, run, static_cast<int>(splits), streaming);
 }
 
 template <ReduceMap M, typename T, typename O>
 void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
-                  const at::TensorOptions& options) {
+                  cudaStream_t stream) {
   using A = acc_t<T>;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t bytes_read = outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2);
   const bool streaming = stream_once(bytes_read);
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
@@ -114,12 +112,12 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       const int64_t runs =
           splits > 1 && bytes_read <= kRunMaxBytes ? row_run_splits<T>(outer, R) : 1;
       if (runs > 1) {
-        launch_row_runs<M>(a, b, out, outer, R, runs, options, streaming);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
+        SMEM_LAUNCH_CHECK();
         return;
       }
     }
-    SplitWorkspace<A> work(splits, outer, outer, options);
+    SplitWorkspace<A> work(splits, outer, outer);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
     if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight
       if (splits == 1)
@@ -140,62 +138,75 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
             : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O>
                            : reduce_cols_kernel<M, 1, 8, T, O>);
     const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
-    SplitWorkspace<A> work(splits, outer * inner, tiles, options);
+    SplitWorkspace<A> work(splits, outer * inner, tiles);
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
     kernel<<<grid, dim3(lanes, slices), 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
                                                      inner, splits, streaming);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  SMEM_LAUNCH_CHECK();
 }
 
-template <ReduceMap M>
-void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& out, int64_t outer, int64_t R,
-            int64_t inner) {
-  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(
-      at::kBool, at::kHalf, at::kBFloat16, a.scalar_type(), "smem_reduce_cuda", [&] {
-        const scalar_t* pa = a.const_data_ptr<scalar_t>();
-        const scalar_t* pb = b.const_data_ptr<scalar_t>();
-        with_reduce_output<scalar_t>(
-            out, [&](auto* po) { launch_typed<M>(pa, pb, po, outer, R, inner, a.options()); });
-      });
+// Calls f(T{}) with T the element type of `dtype`: the dtypes reduce.h's checks accept.
+template <typename F>
+void dispatch_reduce_dtype(c10::ScalarType dtype, F&& f) {
+  switch (dtype) {
+    case c10::ScalarType::Bool: return f(bool{});
+    case c10::ScalarType::Byte: return f(uint8_t{});
+    case c10::ScalarType::Char: return f(int8_t{});
+    case c10::ScalarType::Short: return f(int16_t{});
+    case c10::ScalarType::Int: return f(int32_t{});
+    case c10::ScalarType::Long: return f(int64_t{});
+    case c10::ScalarType::Half: return f(c10::Half{});
+    case c10::ScalarType::BFloat16: return f(c10::BFloat16{});
+    case c10::ScalarType::Float: return f(float{});
+    case c10::ScalarType::Double: return f(double{});
+    case c10::ScalarType::ComplexFloat: return f(c10::complex<float>{});
+    case c10::ScalarType::ComplexDouble: return f(c10::complex<double>{});
+    default:
+      throw std::invalid_argument("smem: no CUDA reduction of dtype " +
+                                  std::to_string(static_cast<int>(dtype)));
+  }
 }
 
-template <ReduceMap M>
-at::Tensor sum_like(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<at::ScalarType> dtype, const char* op) {
-  return reduce_host(self, dim, keepdim, dtype, op,
-                     [](const at::Tensor& x, at::Tensor& out, const ReducePlan& plan) {
-                       const c10::cuda::CUDAGuard guard(x.device());
-                       launch<M>(x, x, out, plan.outer, plan.reduced, plan.inner);
-                     });
+// The output typed as T (result dtype == input dtype) or, for bool and integer inputs promoted
+// by the default dtype rule, as int64.
+template <ReduceMap M, typename T>
+void launch_into(const T* a, const T* b, void* out, c10::ScalarType out_dtype, int64_t outer,
+                 int64_t R, int64_t inner, cudaStream_t stream) {
+  if (out_dtype == c10::CppTypeToScalarType<T>::value) {
+    launch_typed<M>(a, b, static_cast<T*>(out), outer, R, inner, stream);
+    return;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    if (out_dtype == c10::ScalarType::Long) {
+      launch_typed<M>(a, b, static_cast<int64_t*>(out), outer, R, inner, stream);
+      return;
+    }
+  }
+  throw std::logic_error("smem: unexpected reduction output dtype");
 }
 
 }  // namespace
 
-at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<at::ScalarType> dtype) {
-  return sum_like<ReduceMap::kIdentity>(self, dim, keepdim, dtype, "sum");
-}
-
-namespace {
-
-at::Tensor sum_of_squares_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                               std::optional<at::ScalarType> dtype) {
-  return sum_like<ReduceMap::kSquare>(self, dim, keepdim, dtype, "sum_of_squares");
-}
-
-at::Tensor dot_cuda(const at::Tensor& self, const at::Tensor& other) {
-  return dot_host(self, other, [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
-    const c10::cuda::CUDAGuard guard(a.device());
-    launch<ReduceMap::kProduct>(a, b, out, 1, a.numel(), 1);
+void launch_reduce(ReduceMap map, c10::ScalarType dtype, c10::ScalarType out_dtype, const void* a,
+                   const void* b, void* out, int64_t outer, int64_t reduced, int64_t inner,
+                   cudaStream_t stream) {
+  dispatch_reduce_dtype(dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* pa = static_cast<const T*>(a);
+    const T* pb = static_cast<const T*>(b);
+    switch (map) {
+      case ReduceMap::kIdentity:
+        return launch_into<ReduceMap::kIdentity>(pa, pb, out, out_dtype, outer, reduced, inner,
+                                                 stream);
+      case ReduceMap::kSquare:
+        return launch_into<ReduceMap::kSquare>(pa, pb, out, out_dtype, outer, reduced, inner,
+                                               stream);
+      case ReduceMap::kProduct:
+        return launch_into<ReduceMap::kProduct>(pa, pb, out, out_dtype, outer, reduced, inner,
+                                                stream);
+    }
   });
 }
 
-}  // namespace
 }  // namespace smem::cuda
-
-TORCH_LIBRARY_IMPL(smem, CUDA, m) {
-  m.impl("sum", &smem::cuda::sum_cuda);
-  m.impl("sum_of_squares", &smem::cuda::sum_of_squares_cuda);
-  m.impl("dot", &smem::cuda::dot_cuda);
-}

@@ -11,7 +11,7 @@
 #include "cuda/reduce/split_slots.cuh"
 #include "cuda/reduce/thread_partial.cuh"
 #include "cuda/tuning/reduce.h"
-#include "reduce.h"
+#include "reduce_element.h"
 
 namespace smem::cuda {
 // Kernels live in the anonymous namespace of smem::cuda, as before the split: only reduce/reduce.cu

@@ -7,7 +7,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/tuning/reduce.h"
-#include "reduce.h"
+#include "reduce_element.h"
 
 namespace smem::cuda::reduce {
 

@@ -11,6 +11,8 @@
 // a few.)
 #pragma once
 
+#include <c10/macros/Macros.h>  // first: IntegerDivider.cuh uses C10_HOST_DEVICE
+
 #include <ATen/cuda/detail/IntegerDivider.cuh>
 
 #include <cstdint>
@@ -18,7 +20,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/tuning/transpose.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda::transpose {
 

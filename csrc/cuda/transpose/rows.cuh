@@ -8,7 +8,7 @@
 #include "cuda/common.cuh"
 #include "cuda/transpose/tile_walk.cuh"
 #include "cuda/tuning/transpose.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda::transpose {
 

@@ -14,7 +14,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/tuning/transpose.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda::transpose {
 

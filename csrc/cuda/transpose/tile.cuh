@@ -1,7 +1,7 @@
 // Element tiles: the classic shared-memory transpose. A block stages a tile of cells through
 // shared memory, reading along the input's contiguous dim and writing along the output's, so
 // both sides coalesce. A cell is one element (PlainBlock) or, for 1- and 2-byte elements,
-// a P x P block packed into a 4-byte word (PackedBlock). Geometry: transpose.h.
+// a P x P block packed into a 4-byte word (PackedBlock). Geometry: transpose_geometry.h.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "cuda/common.cuh"
 #include "cuda/transpose/tile_walk.cuh"
 #include "cuda/tuning/transpose.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda::transpose {
 

@@ -7,13 +7,15 @@
 // keeps its one division per chunk: at its 64-register bound the walk made it spill.)
 #pragma once
 
+#include <c10/macros/Macros.h>  // first: IntegerDivider.cuh uses C10_HOST_DEVICE
+
 #include <ATen/cuda/detail/IntegerDivider.cuh>
 
 #include <climits>
 #include <cstdint>
 
 #include "cuda/common.cuh"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda::transpose {
 

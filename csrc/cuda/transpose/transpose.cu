@@ -1,5 +1,5 @@
-// smem.transpose on CUDA, on the geometry of transpose.h (rows = the input's contiguous dim,
-// staged through a tile; cols = the output's last dim). The decision, in order:
+// smem.transpose on CUDA, on the geometry of transpose_geometry.h (rows = the input's contiguous
+// dim, staged through a tile; cols = the output's last dim). The decision, in order:
 //   no element moves     one device copy (is_plain_copy)
 //   no tile needed       row copies (rows.cuh)
 //   tiny                 one element gathered per thread (gather.cuh)
@@ -11,22 +11,18 @@
 //                        elements where they align, else one element per cell.
 // Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
 // ladder/transpose_variants.cu.
-#include <ATen/ATen.h>
-#include <torch/library.h>
-
 #include <type_traits>
 
 #include "cuda/common.cuh"
-#include "cuda/ops.h"
 #include "cuda/transpose/cells.cuh"
 #include "cuda/transpose/gather.cuh"
 #include "cuda/transpose/interleave.cuh"
+#include "cuda/transpose/launch.h"
 #include "cuda/transpose/rows.cuh"
 #include "cuda/transpose/skinny.cuh"
 #include "cuda/transpose/tile.cuh"
 #include "cuda/tuning/transpose.h"
-#include "smem.h"
-#include "transpose.h"
+#include "transpose_geometry.h"
 
 namespace smem::cuda {
 namespace {
@@ -89,15 +85,14 @@ bool is_plain_copy(const TransposeGeometry& g) {
 }
 
 template <typename E>
-void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
-                      TransposeKernels allow) {
-  const auto stream = c10::cuda::getCurrentCUDAStream();
+void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
+                  TransposeKernels allow, cudaStream_t stream) {
   const E* in = static_cast<const E*>(in_ptr);
   E* out = static_cast<E*>(out_ptr);
   if (!g.tiled) {
     if (is_plain_copy(g)) {
-      C10_CUDA_CHECK(cudaMemcpyAsync(out, in, g.batches() * g.cols * sizeof(E),
-                                     cudaMemcpyDeviceToDevice, stream));
+      SMEM_CUDA_CHECK(cudaMemcpyAsync(out, in, g.batches() * g.cols * sizeof(E),
+                                      cudaMemcpyDeviceToDevice, stream));
       return;
     }
     launch_rows(in, out, g, stream);
@@ -119,26 +114,15 @@ void launch_transpose(const void* in_ptr, void* out_ptr, const TransposeGeometry
   } else {
     launch_tiles<E, PlainBlock<E>, kPlainTile<E>, 1>(in, out, g, stream);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  SMEM_LAUNCH_CHECK();
 }
 
 }  // namespace
 
-at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
-                          TransposeKernels allow) {
-  return transpose_host(
-      self, dim0, dim1, [&](const at::Tensor& x, at::Tensor& out, const TransposeGeometry& g) {
-        const c10::cuda::CUDAGuard guard(x.device());
-        dispatch_element_size(x.element_size(), [&](auto e) {
-          launch_transpose<decltype(e)>(x.const_data_ptr(), out.mutable_data_ptr(), g, allow);
-        });
-      });
+void launch_transpose(const void* in, void* out, int64_t element_size, const TransposeGeometry& g,
+                      TransposeKernels allow, cudaStream_t stream) {
+  dispatch_element_size(element_size,
+                        [&](auto e) { launch_typed<decltype(e)>(in, out, g, allow, stream); });
 }
 
 }  // namespace smem::cuda
-
-TORCH_LIBRARY_IMPL(smem, CUDA, m) {
-  m.impl("transpose", [](const at::Tensor& self, int64_t dim0, int64_t dim1) {
-    return smem::cuda::transpose_cuda(self, dim0, dim1);
-  });
-}
