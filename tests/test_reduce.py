@@ -174,11 +174,14 @@ def test_bitwise_repeatable(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17)], ids=str)
+@pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17),
+                                   (64, (1 << 16) + 1)], ids=str)
 def test_split_float_rows(device, shape):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
-    partials pass through flagged slots): a float64 reference, repeatable bits, and no slot
-    left holding a partial for the next call (new values, same shape)."""
+    partials pass through flagged slots; tickets taken as the blocks start where the grid is
+    one row or resident at once, as they finish for the 64 rows): a float64 reference,
+    repeatable bits, and no slot left holding a partial for the next call (new values, same
+    shape)."""
     x = make_tensor(shape, torch.float32, device)
     for y in (x, 2 - x):  # new values of the same shape: no slot may keep an old partial
         ref = y.double().sum(-1)
@@ -193,6 +196,23 @@ def test_split_float_rows(device, shape):
     d = smem_ops.dot(flat, flat.flip(0))
     ref_d = (flat.double() * flat.flip(0).double()).sum()
     assert (d.double() - ref_d).abs() <= 4 * 1.2e-7 * (flat.double() * flat.flip(0).double()).abs().sum()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1)], ids=str)
+def test_split_half_rows(device, dtype, shape):
+    """16-bit rows split over blocks (float partials through slots on CUDA): within one output
+    ulp of a float64 sum, repeatable bits, and nothing left over for the next call."""
+    x = make_tensor(shape, dtype, device)
+    for y in (x, -0.5 * x.flip(-1)):  # sums of a few thousand: no fp16 overflow
+        ref = y.double().sum(-1)
+        out = smem_ops.sum(y, -1)
+        assert out.dtype == dtype
+        ulp = 2.0 ** -(7 if dtype == torch.bfloat16 else 10)
+        bound = ulp * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(-1)
+        assert ((out.double() - ref).abs() <= bound).all()
+        assert torch.equal(smem_ops.sum(y, -1), out)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -7,7 +7,9 @@
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
-// partial, and the last block to finish (an integer counter) sums the partials in block order.
+// partial, and the block with the last ticket (an integer counter) sums the partials in block
+// order. Split float rows take their tickets as they start where no block waits behind them
+// (split_slots.cuh); the rest as they finish.
 // The order of every addition is fixed, so results are bitwise reproducible.
 // Knobs: tuning/reduce.h. The technique ladder of full sums: ladder/sum_variants.cu.
 #include <c10/core/ScalarType.h>
@@ -46,6 +48,23 @@ int choose_splits(Kernel* kernel, int64_t independent_blocks, int64_t work_per_r
   return static_cast<int>(std::min<int64_t>({by_fill, by_work, 65535}));
 }
 
+// The start tickets and slots of `rows` rows split `splits` ways (split_slots.cuh), in one
+// workspace that every launch leaves zeroed; nothing when there is one split.
+struct SlotWorkspace {
+  using Word = SlotCode<float>::Word;
+  Scratch fresh;
+  Word* slots = nullptr;
+  unsigned* counters = nullptr;
+  SlotWorkspace(int64_t splits, int64_t rows) {
+    if (splits == 1) return;
+    const int64_t counter_bytes = ceil_div(rows * int64_t(sizeof(unsigned)), 16) * 16;
+    auto* work = static_cast<unsigned char*>(zeroed_workspace(
+        counter_bytes + rows * splits * int64_t(sizeof(Word)), ZeroedUse::kCounters, fresh));
+    counters = reinterpret_cast<unsigned*>(work);
+    slots = reinterpret_cast<Word*>(work + counter_bytes);
+  }
+};
+
 // Where split blocks leave their partial sums (`results` outputs x `splits` each) and the
 // counters their last block is found with; nothing when there is one split.
 template <typename A>
@@ -60,6 +79,14 @@ struct SplitWorkspace {
     done = zeroed_counters(counters, fresh_counters);
   }
 };
+
+// Whether split rows' blocks take their tickets as they start (split_slots.cuh): the block that
+// sums may then wait on an SM, so only where no block of the grid waits for a place behind it.
+template <typename Kernel>
+bool tickets_at_start(Kernel* kernel, int threads, int64_t splits, int64_t rows) {
+  return rows == 1 || splits * rows <= int64_t(current_device_info().sm_count) *
+                                           resident_blocks_per_sm(kernel, threads);
+}
 
 // How many contiguous runs (reduce_row_runs_kernel) each of `rows` fp32 rows of length R is
 // split into: kRunBlocksPerSm blocks per SM in all, rounded down to a power of two, each thread
@@ -77,20 +104,16 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
                      bool streaming, cudaStream_t stream) {
-  using Word = typename SlotCode<acc_t<T>>::Word;
   constexpr int64_t V = vec_width<T>();
   // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
   const int64_t run = ceil_div(ceil_div(R, splits), V) * V;
-  // the rows' ticket counters, then their slots, all zero between launches
-  const int64_t counter_bytes = ceil_div(rows * int64_t(sizeof(unsigned)), 16) * 16;
-  Scratch fresh;
-  auto* work = static_cast<unsigned char*>(zeroed_workspace(
-      counter_bytes + rows * splits * int64_t(sizeof(Word)), ZeroedUse::kCounters, fresh));
+  SlotWorkspace work(splits, rows);
   const dim3 grid(static_cast<unsigned>(splits),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
-  reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O><<<grid, kRunThreads, 0, stream>>>(
-      a, b, out, reinterpret_cast<Word*>(work + counter_bytes), reinterpret_cast<unsigned*>(work),
-      rows, R, run, static_cast<int>(splits), streaming);
+  auto* kernel = reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>;
+  kernel<<<grid, kRunThreads, 0, stream>>>(a, b, out, work.slots, work.counters, rows, R, run,
+                                           static_cast<int>(splits), streaming,
+                                           tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
 template <ReduceMap M, typename T, typename O>
@@ -102,7 +125,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
     kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
-             stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming);
+             stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming, false);
   } else if (inner == 1) {
     auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
     const int splits = choose_splits(
@@ -117,13 +140,20 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
         return;
       }
     }
-    SplitWorkspace<A> work(splits, outer, outer);
     const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
     if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight
       if (splits == 1)
         kernel = reduce_rows_kernel<M, kBlockThreads, T, O, kWholeRowFloatLoadsInFlight>;
-    kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
-                                               splits, streaming);
+    if constexpr (kHasSlots<A>) {
+      SlotWorkspace work(splits, outer);
+      kernel<<<grid, kBlockThreads, 0, stream>>>(
+          a, b, out, work.slots, work.counters, outer, R, splits, streaming,
+          splits > 1 && tickets_at_start(kernel, kBlockThreads, splits, outer));
+    } else {
+      SplitWorkspace<A> work(splits, outer, outer);
+      kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
+                                                 splits, streaming, false);
+    }
   } else {
     // 16-byte vectors along the row where every row starts 16-byte aligned; 8 lanes across
     // a row where 32 would not all have a column

@@ -1,7 +1,8 @@
 // Row sums (inner == 1): a group of threads, a warp or a whole block, walks a row with 16-byte
 // loads, then reduces through warp shuffles (and shared memory, for a block). Long rows with
-// few of them are split across `splits` blocks, whose partials the last block to finish sums
-// in block order; a full reduction is one row split across the whole GPU. Float rows of up to
+// few of them are split across `splits` blocks, whose partials one block sums in block order:
+// for float accumulators through slots (split_slots.cuh), for the others the last block to
+// finish. A full reduction is one row split across the whole GPU. Float rows of up to
 // kRunMaxBytes split into one contiguous run per block instead (reduce_row_runs_kernel).
 #pragma once
 
@@ -24,11 +25,12 @@ constexpr int kRowsPerWarpBlock = kBlockThreads / kWarpSize;
 
 // Rows of length n. kGroup == kWarpSize: each warp owns a row. kGroup == kBlockThreads: each
 // block owns a slice (blockIdx.x of `splits`) of a row (blockIdx.y, striding by gridDim.y),
-// each thread kInFlight 16-byte loads in flight.
+// each thread kInFlight 16-byte loads in flight. `at_start`: split float rows take their
+// tickets as they start (split_slots.cuh).
 template <ReduceMap M, int kGroup, typename T, typename O, int kInFlight = kLoadsInFlight>
 __global__ void __launch_bounds__(kBlockThreads)
-reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done, int64_t rows,
-                   int64_t n, int splits, bool streaming) {
+reduce_rows_kernel(const T* a, const T* b, O* out, SplitPartial<acc_t<T>>* partial, unsigned* done,
+                   int64_t rows, int64_t n, int splits, bool streaming, bool at_start) {
   using A = acc_t<T>;
   if constexpr (kGroup == kWarpSize) {
     const int lane = threadIdx.x % kWarpSize;
@@ -41,6 +43,8 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
     }
   } else {
     for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+      unsigned ticket = 0;
+      if constexpr (kHasSlots<A>) ticket = ticket_at_start(&done[row], at_start);
       const int64_t t = static_cast<int64_t>(blockIdx.x) * kGroup + threadIdx.x;
       A v = block_sum<kGroup>(thread_partial<M, kInFlight>(
           a + row * n, b + row * n, n, t, static_cast<int64_t>(splits) * kGroup, streaming));
@@ -48,11 +52,18 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
         if (threadIdx.x == 0) out[row] = static_cast<O>(v);
         continue;
       }
-      if (threadIdx.x == 0) partial[row * splits + blockIdx.x] = v;
-      if (last_block_to_finish(&done[row], splits)) {
-        // The whole block combines the partials: strided compensated sums, then a tree.
-        v = block_sum<kGroup>(partials_sum(&partial[row * splits], splits, threadIdx.x, kGroup));
-        if (threadIdx.x == 0) out[row] = static_cast<O>(v);
+      auto* row_partials = partial + row * splits;
+      if constexpr (kHasSlots<A>) {
+        if (sum_row_slots<kGroup>(row_partials, v, at_start, ticket, &done[row], splits) &&
+            threadIdx.x == 0)
+          out[row] = static_cast<O>(v);
+      } else {
+        if (threadIdx.x == 0) row_partials[blockIdx.x] = v;
+        if (last_block_to_finish(&done[row], splits)) {
+          // The whole block combines the partials: strided compensated sums, then a tree.
+          v = block_sum<kGroup>(partials_sum(row_partials, splits, threadIdx.x, kGroup));
+          if (threadIdx.x == 0) out[row] = static_cast<O>(v);
+        }
       }
     }
   }
@@ -61,25 +72,24 @@ reduce_rows_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
 // Float rows split over `splits` blocks each (blockIdx.x of them, for row blockIdx.y, striding
 // by gridDim.y), each block summing one contiguous run of `run` elements of its row with
 // kThreads threads interleaving 16-byte vectors, kInFlight loads in flight each. The blocks
-// hand their partials to the last of them through slots (split_slots.cuh), which sums them in
-// block order.
+// hand their partials through slots (split_slots.cuh) to the one with the last ticket, taken
+// as each starts where `at_start`, which sums them in block order.
 template <ReduceMap M, int kThreads, int kInFlight, typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
 reduce_row_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
                        unsigned* done, int64_t rows, int64_t n, int64_t run, int splits,
-                       bool streaming) {
+                       bool streaming, bool at_start) {
   using A = acc_t<T>;
   const int64_t begin = std::min<int64_t>(n, blockIdx.x * run);
   const int64_t end = std::min(n, begin + run);
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    const unsigned ticket = ticket_at_start(&done[row], at_start);
     const int64_t at = row * n + begin;
     A v = block_sum<kThreads>(thread_partial<M, kInFlight>(a + at, b + at, end - begin, threadIdx.x,
                                                            kThreads, streaming));
-    auto* row_slots = slots + row * splits;
-    if (publish_partial(&row_slots[blockIdx.x], v, &done[row], splits)) {
-      v = block_sum<kThreads>(slots_sum<A>(row_slots, splits, threadIdx.x, kThreads));
-      if (threadIdx.x == 0) out[row] = static_cast<O>(v);
-    }
+    if (sum_row_slots<kThreads>(slots + row * splits, v, at_start, ticket, &done[row], splits) &&
+        threadIdx.x == 0)
+      out[row] = static_cast<O>(v);
   }
 }
 
