@@ -13,7 +13,7 @@ to benchmarks/results/ instead: the committed results, one current sweep per dev
 Every op is memory-bound, so each case reports the bytes that must move (inputs read once,
 outputs written once) over the time, as a % of the copy ceiling measured in the same process.
 A GPU case has both clocks of benchmarks/timing.py: device time (kernel durations from CUPTI;
-goals are judged on it) and wall time (CUDA events, do_bench), each against the ceiling
+goals are judged on it) and wall time (CUDA events, L2 flushed), each against the ceiling
 measured by the same clock. CPU cases have the host clock only. Peers: torch eager,
 torch.compile, cuBLAS geam (fp32/fp64 transposes) and CUB through CuPy (fp32 sums and
 histograms; skipped when cupy is not importable). Every implementation's output is checked
@@ -66,11 +66,7 @@ def environment(sw: Sweep, ceiling, args) -> dict:
            "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
     if sw.kind == "cuda":
         p = torch.cuda.get_device_properties(0)
-        try:
-            import triton
-            wall_timer = f"triton {triton.__version__} do_bench"
-        except ImportError:
-            wall_timer = "CUDA events, by hand (no triton)"
+        wall_timer = "CUDA events, L2 flushed (persisting lines reset) before each, median"
 
         def empty():
             return torch.cuda._sleep(0)

@@ -9,7 +9,9 @@ loads"). Three ways of timing the same calls (benchmarks.timing.time_device):
              400 MB), so no call finds its input in the L2
     reset    the same input, the flush as the sweep runs it (persisting lines reset first)
 
-A flush that does its job gives plain == rotate == reset.
+A flush that does its job gives plain == rotate == reset. On the wall clock: `wall` is
+benchmarks.timing.time_wall (the same flush, reset first), `do_bench` triton's, whose flush
+does not reset (skipped without triton).
 
     python -m benchmarks.flush_check
 """
@@ -43,6 +45,10 @@ def _cases():
 
 
 def main() -> int:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        do_bench = None
     reset = timing.reset_persisting_l2
     if not reset():
         raise SystemExit("flush_check: libcudart not found, so the reset column would be plain")
@@ -61,8 +67,12 @@ def main() -> int:
             finally:
                 timing.reset_persisting_l2 = reset
             with_reset = timing.time_device(lambda f=f, x=x: f(x), calls=60).us
-            print(f"round {rnd} {name:28} plain {plain:7.2f}  rotate {rotate:7.2f}  "
-                  f"reset {with_reset:7.2f} us", flush=True)
+            wall = timing.time_wall(lambda f=f, x=x: f(x))
+            line = (f"round {rnd} {name:28} plain {plain:7.2f}  rotate {rotate:7.2f}  "
+                    f"reset {with_reset:7.2f} us; wall {wall:7.2f}")
+            if do_bench is not None:
+                line += f"  do_bench {1000 * do_bench(lambda f=f, x=x: f(x), return_mode='median'):7.2f}"
+            print(line + " us", flush=True)
     return 0
 
 

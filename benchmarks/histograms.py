@@ -7,8 +7,8 @@
 
 Each case is verified first (smem's output against an exact or float64 reference), then timed
 with both clocks of benchmarks/timing.py: device time (CUPTI kernel durations, L2 flushed before
-each call, median) and wall time (do_bench). Bandwidth counts the bytes that must move (inputs
-read once, the output written once) over the device time, as a % of the copy ceiling (bytes
+each call, median) and wall time (CUDA events, L2 flushed). Bandwidth counts the bytes that
+must move (inputs read once, the output written once) over the device time, as a % of the copy ceiling (bytes
 read + written by a 1 GiB device copy) measured in the same process by the same clock.
 """
 

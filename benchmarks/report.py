@@ -82,8 +82,8 @@ def markdown(result: dict, gpu: bool) -> str:
     lines += [f"- {k}: {v}" for k, v in env.items()] + [""]
     if gpu:
         lines += [("Device time: kernel durations from CUPTI (torch.profiler), median over calls, "
-                   "L2 flushed before each. Wall time: CUDA events (do_bench), median, L2 "
-                   "flushed. % of the copy ceiling measured by the same clock."), "",
+                   "L2 flushed before each. Wall time: CUDA events around each call, median, the "
+                   "same flush. % of the copy ceiling measured by the same clock."), "",
                   ("| op | case | dtype | impl | device us | wall us | % ceiling (device) | "
                    "% ceiling (wall) | x eager (device) | x eager (wall) |"),
                   "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -154,7 +154,7 @@ def plot(rows, stem, env, gpu):
         ax.set_ylabel("% of copy ceiling")
         ax.set_title(op)
         ax.legend(fontsize=7, ncol=min(len(impls), 6))
-    clock = ("bars: device time (CUPTI), dots: wall time (do_bench)" if gpu
+    clock = ("bars: device time (CUPTI), dots: wall time (CUDA events)" if gpu
              else "host clock")
     fig.suptitle(f"smem_ops on {env.get('gpu', env.get('cpu'))}, torch {env['torch']}, "
                  f"commit {env['commit']}: {clock}")

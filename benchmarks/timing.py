@@ -5,12 +5,13 @@ A GPU call gets two clocks (docs/PERFORMANCE.md says why):
 device time  `time_device(fn)`: the durations of the device activities one call of fn causes
              (kernels, memcpys, memsets), summed, as CUPTI records them through torch.profiler
              (ProfilerActivity.CUDA); the median over many calls, the L2 flushed before each.
-wall time    `time_wall(fn)`: CUDA events around each call, triton.testing.do_bench(fn,
-             return_mode="median"), which flushes the L2 between calls.
+wall time    `time_wall(fn)`: CUDA events around each call, the L2 flushed before each (the
+             same flush as device time's), median: triton.testing.do_bench's protocol, with
+             a flush that also resets persisting lines.
 
 How time_device attributes activities to calls. Each call is preceded by a flush, an in-place
 bitwise NOT of a 256 MB int32 buffer: it leaves the L2 holding the buffer's dirty lines, as
-do_bench's flush does, and its kernel is one that no op measured here launches. Before it,
+do_bench's flush (a memset) does, and its kernel is one that no op measured here launches. Before it,
 cudaCtxResetPersistingL2Cache returns lines loaded with an evict-last hint to normal, which
 the writes alone would not evict (reset_persisting_l2). The flush is
 first profiled alone, once per device, which gives the names and the number of its activities.
@@ -107,12 +108,14 @@ def l2_flush(device="cuda") -> None:
 
 
 def time_events(fn: Callable[[], object], before_each: Callable[[], object],
-                runs: int = 50) -> float:
-    """Median microseconds of fn between two CUDA events, before_each() (a flush) run first."""
+                runs: int = 50, budget_ms: float = 0.0) -> float:
+    """Median microseconds of fn between two CUDA events, before_each() (a flush) run first:
+    `runs` runs, and more until budget_ms of the host clock have passed (flushes included)."""
     fn()
     torch.cuda.synchronize()
     times = []
-    for _ in range(runs):
+    deadline = time.perf_counter() + budget_ms / 1000.0
+    while len(times) < runs or time.perf_counter() < deadline:
         before_each()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -124,12 +127,14 @@ def time_events(fn: Callable[[], object], before_each: Callable[[], object],
 
 
 def time_wall(fn: Callable[[], object], rep_ms: float = 100.0) -> float:
-    """Median microseconds of fn between CUDA events, L2 flushed between runs (do_bench)."""
-    try:
-        import triton.testing
-    except ImportError:  # the same protocol by hand: events, flush, median
-        return time_events(fn, l2_flush)
-    return 1000.0 * triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
+    """Median microseconds of fn between CUDA events, L2 flushed before each run: do_bench's
+    protocol (a warm-up, then as many flushed runs as fit in rep_ms), with l2_flush, which first
+    returns persisting lines to normal; do_bench's own flush leaves lines loaded with an
+    evict-last hint in the L2. The flush kernel (about 170 us on an H100) is queued ahead of fn,
+    so fn's launches wait behind it, as in do_bench, and the events time the GPU's work."""
+    for _ in range(3):
+        fn()
+    return time_events(fn, l2_flush, runs=25, budget_ms=rep_ms)
 
 
 def time_cpu(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0) -> float:

@@ -5,7 +5,7 @@
     python3 tools/probe.py t:float32:181x181 torch_t:float32:181x181   # any transpose shape
 
 Both clocks of the benchmark (benchmarks/timing.py): device time (kernel durations from CUPTI,
-median, L2 flushed before each call) and wall time (do_bench, median, L2 flushed). Prints one
+median, L2 flushed before each call) and wall time (CUDA events, median, L2 flushed). Prints one
 line per case: tag, case, device us, % of the copy ceiling, wall us, %; --kernels adds each
 device activity's median us. --clean and --settle are wall-time diagnostics (CUDA events around
 each call after their own preparation).
@@ -29,7 +29,7 @@ from benchmarks.read_floor import read_floor
 from benchmarks.timing import (
     copy_ceiling_gbs,
     device_copy,
-    l2_flush_buffer,
+    l2_flush,
     time_device,
     time_events,
     time_wall,
@@ -293,17 +293,15 @@ for _bits, _dt in ((32, torch.int32), (64, torch.int64)):
 
 
 def time_clean(fn):
-    flush = l2_flush_buffer(dev)
     clean = torch.ones(256 << 18, dtype=torch.float32, device=dev)
     # the flush's dirty lines, then a read that leaves the L2 holding clean lines of `clean`
-    return time_events(fn, lambda: (flush.zero_(), clean.amax()))
+    return time_events(fn, lambda: (l2_flush(dev), clean.amax()))
 
 
 def time_settled(fn, cycles):
-    flush = l2_flush_buffer(dev)
-    # do_bench's flush, then the GPU spins: dirty lines the L2 writes back on its own while
-    # idle are gone before fn starts; lines written back only when evicted are still there
-    return time_events(fn, lambda: (flush.zero_(), torch.cuda._sleep(cycles)))
+    # the flush, then the GPU spins: dirty lines the L2 writes back on its own while idle are
+    # gone before fn starts; lines written back only when evicted are still there
+    return time_events(fn, lambda: (l2_flush(dev), torch.cuda._sleep(cycles)))
 
 
 def check(out, ref):
@@ -335,9 +333,9 @@ def main(argv=None):
                    help="GB/s, for both clocks; measured (by each clock) when 0")
     p.add_argument("--clean", action="store_true",
                    help="flush the L2 and then fill it with clean lines (a read of 256 MB), to see "
-                        "what the dirty lines do_bench's flush leaves behind cost")
+                        "what the dirty lines the flush leaves behind cost")
     p.add_argument("--settle", type=int, default=0,
-                   help="after do_bench's flush, spin the GPU this many cycles before timing (a "
+                   help="after the flush, spin the GPU this many cycles before timing (a "
                         "diagnostic: does the L2 write its dirty lines back while idle?)")
     args = p.parse_args(argv)
     names = list(CASES) if args.cases == ["all"] else args.cases
