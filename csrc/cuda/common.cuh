@@ -166,10 +166,10 @@ __device__ inline T load_once(const T* p, bool streaming) {
 }
 
 // Whether a kernel that reads `bytes` once should stream them (load_once): only inputs of a
-// few L2 sizes (kStreamOnceL2Sizes), whose reads would otherwise push out dirty lines and wait
-// for their write-back.
-inline bool stream_once(int64_t bytes) {
-  return bytes <= kStreamOnceL2Sizes * static_cast<int64_t>(current_device_info().l2_bytes);
+// few L2 sizes (kStreamOnceL2Sizes unless the kernel's tuning says otherwise), whose reads
+// would otherwise push out dirty lines and wait for their write-back.
+inline bool stream_once(int64_t bytes, int l2_sizes = kStreamOnceL2Sizes) {
+  return bytes <= l2_sizes * static_cast<int64_t>(current_device_info().l2_bytes);
 }
 
 // Visits i = first, first + stride, ... below `end` in batches of kInFlight: a batch issues
@@ -288,51 +288,30 @@ __device__ inline unsigned load_relaxed(const unsigned* p) {
   return v;
 }
 
-// How a block's ticket orders memory: kAcqRel publishes the block's writes before its count
-// and makes the last block see every other block's (last_block_to_finish); kRelaxed orders
-// nothing, for callers that check each other block's result themselves (split_slots.cuh).
-enum class TicketOrder { kRelaxed, kAcqRel };
-
-// One thread counts for the block on `counter` (after `before_count()`, in that thread), and
-// every thread learns, after a barrier, whether its block counted last of `expected`. The
-// counter starts at zero (zeroed_counters) and the last block sets it back to zero with a
-// relaxed store: every other block's count is in it already, and the next kernel on the stream
-// finds it zero.
-template <TicketOrder kOrder, typename BeforeCount>
-__device__ inline bool block_ticket(unsigned* counter, unsigned expected,
-                                    BeforeCount before_count) {
+// Called by every thread of a block after it wrote its share of a multi-block result.
+// Returns true (in all threads) in the one block that arrives last among the `expected` blocks
+// counting on `counter`; that block may then read everything the others wrote, using
+// load_from_l2. The counter starts at zero (zeroed_counters) and the last block sets it back to
+// zero with a relaxed store: every other block's count is in it already, and the next kernel
+// on the stream finds it zero.
+// The acquire-release ticket is the handshake of CUTLASS's semaphores: the first barrier orders
+// the block's writes before the count, and a release is cumulative, so they are visible
+// device-wide before the count; the acquire, then the second barrier, order the last block's
+// reads after every other block's count.
+__device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
   __shared__ bool is_last;
+  __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0) {
-    before_count();
     unsigned before;
-    if constexpr (kOrder == TicketOrder::kAcqRel)
-      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                   : "=r"(before)
-                   : "l"(counter)
-                   : "memory");
-    else
-      asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;"
-                   : "=r"(before)
-                   : "l"(counter)
-                   : "memory");
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(counter)
+                 : "memory");
     is_last = before == expected - 1;
     if (is_last) store_relaxed(counter, 0);
   }
   __syncthreads();
   return is_last;
-}
-
-// Called by every thread of a block after it wrote its share of a multi-block result.
-// Returns true (in all threads) in the one block that arrives last among the `expected` blocks
-// counting on `counter`; that block may then read everything the others wrote, using
-// load_from_l2.
-// The acquire-release ticket is the handshake of CUTLASS's semaphores: the first barrier orders
-// the block's writes before the count, and a release is cumulative, so they are visible
-// device-wide before the count; the acquire, then block_ticket's barrier, order the last
-// block's reads after every other block's count.
-__device__ inline bool last_block_to_finish(unsigned* counter, unsigned expected) {
-  __syncthreads();
-  return block_ticket<TicketOrder::kAcqRel>(counter, expected, [] {});
 }
 
 // Opts a kernel into dynamic shared memory up to the device's opt-in limit less

@@ -119,9 +119,9 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
                       kHistThreads / kWarpSize, false);
     if (final) {
       const int64_t bytes = n * element_bytes, l2 = dev.l2_bytes;
-      s.most_per_sm = bytes <= l2 / kOneBlockL2Fraction  ? kSharedBlocksPerSmSmall
-                      : bytes <= kStreamOnceL2Sizes * l2 ? kSharedBlocksPerSmMid
-                                                         : kSharedBlocksPerSmLarge;
+      s.most_per_sm = bytes <= l2 / kOneBlockL2Fraction ? kSharedBlocksPerSmSmall
+                      : bytes <= kMidBlocksL2Sizes * l2 ? kSharedBlocksPerSmMid
+                                                        : kSharedBlocksPerSmLarge;
       if (s.most_per_sm == kSharedBlocksPerSmSmall) {
         // A block counts few elements per bin: fewer copies to zero and sum.
         s.subs = std::min(s.subs, kSmallInputCopies);

@@ -121,7 +121,8 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
                   cudaStream_t stream) {
   using A = acc_t<T>;
   const int64_t bytes_read = outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2);
-  const bool streaming = stream_once(bytes_read);
+  const bool streaming =
+      stream_once(bytes_read, inner == 1 ? kStreamOnceL2Sizes : kColStreamOnceL2Sizes);
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
     kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,

@@ -25,11 +25,12 @@ constexpr int kRangeLoadsInFlight = sizeof(T) == 1 ? 2 : 4;
 // Resident global-counter blocks per SM at most.
 constexpr int kGlobalBlocksPerSm = 4;
 // Resident shared-kernel blocks per SM at most, for inputs of at most 1 / kOneBlockL2Fraction
-// of the L2 / at most kStreamOnceL2Sizes L2 sizes / more: every block zeroes, sums and flushes
+// of the L2 / at most kMidBlocksL2Sizes L2 sizes / more: every block zeroes, sums and flushes
 // its copies of every bin and ends with an atomic per bin into the same global counters, a
 // fixed cost that the few elements per block of a small input don't repay.
 constexpr int kSharedBlocksPerSmSmall = 1, kSharedBlocksPerSmMid = 2, kSharedBlocksPerSmLarge = 3;
 constexpr int kOneBlockL2Fraction = 2;
+constexpr int kMidBlocksL2Sizes = 4;
 // Vector loads (kVectorBytes each) in flight per thread of the shared kernel when one block
 // per SM runs (small inputs) and a thread has more than one batch to take: 16 MB inputs gain
 // 4-8% over 2; where one batch of 4 holds a thread's whole share, 2 are as fast, and at 4K-64K
