@@ -16,24 +16,6 @@
 
 namespace smem {
 
-inline bool reduce_dtype_supported(at::ScalarType t) {
-  switch (t) {
-    case at::kBool:
-    case at::kByte:
-    case at::kChar:
-    case at::kShort:
-    case at::kInt:
-    case at::kLong:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kFloat:
-    case at::kDouble:
-    case at::kComplexFloat:
-    case at::kComplexDouble: return true;
-    default: return false;
-  }
-}
-
 inline void check_reduce_dtype(at::ScalarType t, const char* op, const char* what) {
   TORCH_CHECK_TYPE(reduce_dtype_supported(t), "smem.", op, ": ", what, " ", dtype_name(t),
                    " is not supported");
@@ -126,20 +108,11 @@ inline at::Tensor reduce_input(const at::Tensor& self, const ReducePlan& plan,
   return x.contiguous();
 }
 
-// Calls f(out_data) with the output typed as T (result dtype == input dtype) or, for bool and
-// integer inputs promoted by the default dtype rule, as int64.
+// Calls f(out_data) with the output typed as visit_reduce_output types it.
 template <typename T, typename F>
 void with_reduce_output(at::Tensor& out, F&& f) {
-  if (out.scalar_type() == c10::CppTypeToScalarType<T>::value) {
-    f(out.mutable_data_ptr<T>());
-    return;
-  }
-  if constexpr (std::is_integral_v<T>) {
-    TORCH_INTERNAL_ASSERT(out.scalar_type() == at::kLong);
-    f(out.mutable_data_ptr<int64_t>());
-  } else {
-    TORCH_INTERNAL_ASSERT(false, "unexpected reduction output dtype");
-  }
+  TORCH_INTERNAL_ASSERT(visit_reduce_output<T>(out.scalar_type(), out.mutable_data_ptr(), f),
+                        "smem: unexpected reduction output dtype ", out.scalar_type());
 }
 
 inline void check_dot_args(const at::Tensor& a, const at::Tensor& b);

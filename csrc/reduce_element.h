@@ -3,11 +3,14 @@
 // kernels' translation units stay light (cuda/launch.h says why); the host flow is reduce.h.
 #pragma once
 
+#include <c10/core/ScalarType.h>
 #include <c10/macros/Macros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <c10/util/complex.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace smem {
 
@@ -25,6 +28,49 @@ template <> struct AccumulateType<int32_t> { using type = int64_t; };
 template <> struct AccumulateType<c10::Half> { using type = float; };
 template <> struct AccumulateType<c10::BFloat16> { using type = float; };
 template <typename T> using acc_t = typename AccumulateType<T>::type;
+
+// The dtypes a reduction takes: calls f(T{}) with T the element type of `dtype` and returns
+// true, or returns false where `dtype` is not one of them.
+template <typename F>
+bool visit_reduce_dtype(c10::ScalarType dtype, F&& f) {
+  switch (dtype) {
+    case c10::ScalarType::Bool: f(bool{}); return true;
+    case c10::ScalarType::Byte: f(uint8_t{}); return true;
+    case c10::ScalarType::Char: f(int8_t{}); return true;
+    case c10::ScalarType::Short: f(int16_t{}); return true;
+    case c10::ScalarType::Int: f(int32_t{}); return true;
+    case c10::ScalarType::Long: f(int64_t{}); return true;
+    case c10::ScalarType::Half: f(c10::Half{}); return true;
+    case c10::ScalarType::BFloat16: f(c10::BFloat16{}); return true;
+    case c10::ScalarType::Float: f(float{}); return true;
+    case c10::ScalarType::Double: f(double{}); return true;
+    case c10::ScalarType::ComplexFloat: f(c10::complex<float>{}); return true;
+    case c10::ScalarType::ComplexDouble: f(c10::complex<double>{}); return true;
+    default: return false;
+  }
+}
+
+inline bool reduce_dtype_supported(c10::ScalarType dtype) {
+  return visit_reduce_dtype(dtype, [](auto) {});
+}
+
+// The output of a reduction of T: calls f(out) with `out` typed as T (result dtype == input
+// dtype) or, for bool and integer inputs promoted by the default dtype rule, as int64, and
+// returns true; false for any other output dtype.
+template <typename T, typename F>
+bool visit_reduce_output(c10::ScalarType out_dtype, void* out, F&& f) {
+  if (out_dtype == c10::CppTypeToScalarType<T>::value) {
+    f(static_cast<T*>(out));
+    return true;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    if (out_dtype == c10::ScalarType::Long) {
+      f(static_cast<int64_t*>(out));
+      return true;
+    }
+  }
+  return false;
+}
 
 // x, x*x or x*y in the accumulate type A (so squares of fp16/int8 neither round nor wrap).
 template <ReduceMap M, typename A, typename T>

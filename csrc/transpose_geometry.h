@@ -4,10 +4,9 @@
 #pragma once
 
 #include <c10/macros/Macros.h>
+#include <c10/util/Exception.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 namespace smem {
 
@@ -63,7 +62,7 @@ void dispatch_element_size(int64_t bytes, F&& f) {
     case 4: f(uint32_t{}); break;
     case 8: f(uint64_t{}); break;
     case 16: f(Bytes16{}); break;
-    default: throw std::invalid_argument("smem: unexpected element size " + std::to_string(bytes));
+    default: TORCH_INTERNAL_ASSERT(false, "smem: unexpected element size ", bytes);
   }
 }
 

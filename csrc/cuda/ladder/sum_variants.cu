@@ -1,8 +1,9 @@
 // The technique ladder of sums (torch.ops.smem._sum_variant, smem_ops.variants("reduce")): the
 // seeds' steps to the final kernel, as float32 full sums for the benchmark (time and relative
 // error on the same input). Each variant but final sums plainly in float, as the seeds did.
+#include <c10/util/Exception.h>
+
 #include <iterator>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,7 @@ ladder_grid_stride_kernel(const float* x, int64_t n, float* partial) {
 void launch_sum_variant(int variant, const float* src, int64_t n, float* result,
                         cudaStream_t stream) {
   if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
-    throw std::invalid_argument("smem: no sum ladder variant " + std::to_string(variant));
+    TORCH_CHECK_VALUE(false, "smem: no sum ladder variant ", variant);
   const auto v = static_cast<Variant>(variant);
   switch (v) {
     case Variant::kAtomic:

@@ -2,8 +2,9 @@
 // smem_ops.variants("transpose")): x.transpose(-2, -1).contiguous() four ways, naive to best.
 // Geometries that need no tile (the last dim is already the input's fastest) take row copies
 // in every variant but naive.
+#include <c10/util/Exception.h>
+
 #include <iterator>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,7 @@ void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
 void launch_transpose_variant(const void* in, void* out, int64_t element_size,
                               const TransposeGeometry& g, int variant, cudaStream_t stream) {
   if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
-    throw std::invalid_argument("smem: no transpose variant " + std::to_string(variant));
+    TORCH_CHECK_VALUE(false, "smem: no transpose variant ", variant);
   dispatch_element_size(element_size, [&](auto e) {
     launch_typed<decltype(e)>(in, out, g, static_cast<Variant>(variant), stream);
   });

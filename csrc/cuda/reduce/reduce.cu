@@ -13,11 +13,9 @@
 // The order of every addition is fixed, so results are bitwise reproducible.
 // Knobs: tuning/reduce.h. The technique ladder of full sums: ladder/sum_variants.cu.
 #include <c10/core/ScalarType.h>
-#include <c10/util/complex.h>
+#include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 #include "cuda/common.cuh"
@@ -177,44 +175,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   SMEM_LAUNCH_CHECK();
 }
 
-// Calls f(T{}) with T the element type of `dtype`: the dtypes reduce.h's checks accept.
-template <typename F>
-void dispatch_reduce_dtype(c10::ScalarType dtype, F&& f) {
-  switch (dtype) {
-    case c10::ScalarType::Bool: return f(bool{});
-    case c10::ScalarType::Byte: return f(uint8_t{});
-    case c10::ScalarType::Char: return f(int8_t{});
-    case c10::ScalarType::Short: return f(int16_t{});
-    case c10::ScalarType::Int: return f(int32_t{});
-    case c10::ScalarType::Long: return f(int64_t{});
-    case c10::ScalarType::Half: return f(c10::Half{});
-    case c10::ScalarType::BFloat16: return f(c10::BFloat16{});
-    case c10::ScalarType::Float: return f(float{});
-    case c10::ScalarType::Double: return f(double{});
-    case c10::ScalarType::ComplexFloat: return f(c10::complex<float>{});
-    case c10::ScalarType::ComplexDouble: return f(c10::complex<double>{});
-    default:
-      throw std::invalid_argument("smem: no CUDA reduction of dtype " +
-                                  std::to_string(static_cast<int>(dtype)));
-  }
-}
-
-// The output typed as T (result dtype == input dtype) or, for bool and integer inputs promoted
-// by the default dtype rule, as int64.
+// The output typed as visit_reduce_output types it.
 template <ReduceMap M, typename T>
 void launch_into(const T* a, const T* b, void* out, c10::ScalarType out_dtype, int64_t outer,
                  int64_t R, int64_t inner, cudaStream_t stream) {
-  if (out_dtype == c10::CppTypeToScalarType<T>::value) {
-    launch_typed<M>(a, b, static_cast<T*>(out), outer, R, inner, stream);
-    return;
-  }
-  if constexpr (std::is_integral_v<T>) {
-    if (out_dtype == c10::ScalarType::Long) {
-      launch_typed<M>(a, b, static_cast<int64_t*>(out), outer, R, inner, stream);
-      return;
-    }
-  }
-  throw std::logic_error("smem: unexpected reduction output dtype");
+  const bool typed = visit_reduce_output<T>(
+      out_dtype, out, [&](auto* o) { launch_typed<M>(a, b, o, outer, R, inner, stream); });
+  TORCH_INTERNAL_ASSERT(typed, "smem: unexpected reduction output dtype ", out_dtype);
 }
 
 }  // namespace
@@ -222,7 +189,7 @@ void launch_into(const T* a, const T* b, void* out, c10::ScalarType out_dtype, i
 void launch_reduce(ReduceMap map, c10::ScalarType dtype, c10::ScalarType out_dtype, const void* a,
                    const void* b, void* out, int64_t outer, int64_t reduced, int64_t inner,
                    cudaStream_t stream) {
-  dispatch_reduce_dtype(dtype, [&](auto e) {
+  const bool supported = visit_reduce_dtype(dtype, [&](auto e) {
     using T = decltype(e);
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
@@ -238,6 +205,7 @@ void launch_reduce(ReduceMap map, c10::ScalarType dtype, c10::ScalarType out_dty
                                                 stream);
     }
   });
+  TORCH_CHECK_TYPE(supported, "smem: no CUDA reduction of dtype ", dtype);
 }
 
 }  // namespace smem::cuda
