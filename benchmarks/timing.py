@@ -108,14 +108,15 @@ def l2_flush(device="cuda") -> None:
 
 
 def time_events(fn: Callable[[], object], before_each: Callable[[], object],
-                runs: int = 50, budget_ms: float = 0.0) -> float:
+                runs: int = 50, budget_ms: float = 0.0, max_runs: int = 1000) -> float:
     """Median microseconds of fn between two CUDA events, before_each() (a flush) run first:
-    `runs` runs, and more until budget_ms of the host clock have passed (flushes included)."""
+    `runs` runs, and more (up to max_runs) until budget_ms of the host clock have passed,
+    flushes included."""
     fn()
     torch.cuda.synchronize()
     times = []
     deadline = time.perf_counter() + budget_ms / 1000.0
-    while len(times) < runs or time.perf_counter() < deadline:
+    while len(times) < runs or (time.perf_counter() < deadline and len(times) < max_runs):
         before_each()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -126,15 +127,21 @@ def time_events(fn: Callable[[], object], before_each: Callable[[], object],
     return statistics.median(times)
 
 
-def time_wall(fn: Callable[[], object], rep_ms: float = 100.0) -> float:
+def time_wall(fn: Callable[[], object], rep_ms: float = 100.0, warmup_ms: float = 25.0) -> float:
     """Median microseconds of fn between CUDA events, L2 flushed before each run: do_bench's
     protocol (a warm-up, then as many flushed runs as fit in rep_ms), with l2_flush, which first
     returns persisting lines to normal; do_bench's own flush leaves lines loaded with an
     evict-last hint in the L2. The flush kernel (about 170 us on an H100) is queued ahead of fn,
-    so fn's launches wait behind it, as in do_bench, and the events time the GPU's work."""
-    for _ in range(3):
+    so fn's launches wait behind it, as in do_bench, and the events time the GPU's work. Unlike
+    do_bench, each run waits for the last (the reset acts at once, not in stream order), so the
+    GPU idles for the host's turn between runs."""
+    deadline = time.perf_counter() + warmup_ms / 1000.0
+    fn()
+    torch.cuda.synchronize()
+    while time.perf_counter() < deadline:
         fn()
-    return time_events(fn, l2_flush, runs=25, budget_ms=rep_ms)
+        torch.cuda.synchronize()
+    return time_events(fn, l2_flush, runs=5, budget_ms=rep_ms)
 
 
 def time_cpu(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0) -> float:

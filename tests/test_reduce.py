@@ -178,10 +178,10 @@ def test_bitwise_repeatable(device, dtype):
                                    (64, (1 << 16) + 1)], ids=str)
 def test_split_float_rows(device, shape):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
-    partials pass through flagged slots; tickets taken as the blocks start where the grid is
-    one row or resident at once, as they finish for the 64 rows): a float64 reference,
-    repeatable bits, and no slot left holding a partial for the next call (new values, same
-    shape)."""
+    partials pass through slots; tickets taken as the blocks start where the grid is one row
+    or resident at once, as they finish where it is not: the 64 rows on a 132-SM GPU): a
+    float64 reference, repeatable bits, and no slot left holding a partial for the next call
+    (new values, same shape)."""
     x = make_tensor(shape, torch.float32, device)
     for y in (x, 2 - x):  # new values of the same shape: no slot may keep an old partial
         ref = y.double().sum(-1)
@@ -216,15 +216,16 @@ def test_split_half_rows(device, dtype, shape):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_split_float_rows_non_finite(device):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_split_float_rows_non_finite(device, dtype):
     """NaN and infinities in different blocks of a split row: torch's answer."""
     n = (1 << 21) + 5
     for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)],
                   [(1 << 20, -math.inf)], [(5, math.nan), (n // 2, math.inf)]):
-        x = make_tensor((n,), torch.float32, device)
+        x = make_tensor((n,), dtype, device)
         for at, v in spots:
             x[at] = v
-        want = x.double().sum().float()
+        want = x.double().sum().to(dtype)
         torch.testing.assert_close(smem_ops.sum(x), want, equal_nan=True)
         torch.testing.assert_close(smem_ops.sum(torch.stack([x, x.flip(0)]), 1),
                                    torch.stack([want, want]), equal_nan=True)

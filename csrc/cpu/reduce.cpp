@@ -248,13 +248,14 @@ void reduce_kernel(const T* a, const T* b, O* out, int64_t outer, int64_t reduce
 template <ReduceMap M>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& out, int64_t outer,
             int64_t reduced, int64_t inner) {
-  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(
-      at::kBool, at::kHalf, at::kBFloat16, a.scalar_type(), "smem_reduce_cpu", [&] {
-        const scalar_t* pa = a.const_data_ptr<scalar_t>();
-        const scalar_t* pb = b.const_data_ptr<scalar_t>();
-        with_reduce_output<scalar_t>(
-            out, [&](auto* po) { reduce_kernel<M>(pa, pb, po, outer, reduced, inner); });
-      });
+  const bool supported = visit_reduce_dtype(a.scalar_type(), [&](auto e) {
+    using T = decltype(e);
+    const T* pa = static_cast<const T*>(a.const_data_ptr());
+    const T* pb = static_cast<const T*>(b.const_data_ptr());
+    with_reduce_output<T>(out,
+                          [&](auto* po) { reduce_kernel<M>(pa, pb, po, outer, reduced, inner); });
+  });
+  TORCH_CHECK_TYPE(supported, "smem: no CPU reduction of dtype ", a.scalar_type());
 }
 
 template <ReduceMap M>

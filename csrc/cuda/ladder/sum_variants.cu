@@ -94,8 +94,8 @@ ladder_grid_stride_kernel(const float* x, int64_t n, float* partial) {
 
 void launch_sum_variant(int variant, const float* src, int64_t n, float* result,
                         cudaStream_t stream) {
-  if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
-    TORCH_CHECK_VALUE(false, "smem: no sum ladder variant ", variant);
+  TORCH_CHECK_VALUE(variant >= 0 && variant < static_cast<int>(Variant::kFinal),
+                    "smem: no sum ladder variant ", variant);
   const auto v = static_cast<Variant>(variant);
   switch (v) {
     case Variant::kAtomic:

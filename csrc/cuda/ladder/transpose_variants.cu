@@ -84,8 +84,8 @@ void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
 
 void launch_transpose_variant(const void* in, void* out, int64_t element_size,
                               const TransposeGeometry& g, int variant, cudaStream_t stream) {
-  if (variant < 0 || variant >= static_cast<int>(Variant::kFinal))
-    TORCH_CHECK_VALUE(false, "smem: no transpose variant ", variant);
+  TORCH_CHECK_VALUE(variant >= 0 && variant < static_cast<int>(Variant::kFinal),
+                    "smem: no transpose variant ", variant);
   dispatch_element_size(element_size, [&](auto e) {
     launch_typed<decltype(e)>(in, out, g, static_cast<Variant>(variant), stream);
   });

@@ -9,7 +9,8 @@
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them
-// (split_slots.cuh); the rest as they finish.
+// (split_slots.cuh): always in the interleaved kernel, whose splits keep its grid resident,
+// and in the runs kernel for one row or a resident grid. The rest take them as they finish.
 // The order of every addition is fixed, so results are bitwise reproducible.
 // Knobs: tuning/reduce.h. The technique ladder of full sums: ladder/sum_variants.cu.
 #include <c10/core/ScalarType.h>
@@ -98,10 +99,11 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
       std::min(by_fill, R / (kRunThreads * vec_width<T>() * kMinVectorsPerThread)), 1, 65535);
 }
 
-// fp32 rows split into `splits` contiguous runs each (row_run_splits).
+// fp32 rows split into `splits` > 1 contiguous runs each (row_run_splits).
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
                      bool streaming, cudaStream_t stream) {
+  TORCH_INTERNAL_ASSERT(splits > 1, "smem: row runs need a split row, got ", splits, " runs");
   constexpr int64_t V = vec_width<T>();
   // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
   const int64_t run = ceil_div(ceil_div(R, splits), V) * V;

@@ -17,7 +17,8 @@
 namespace smem::cuda {
 // Kernels live in the anonymous namespace of smem::cuda, as before the split: only reduce/reduce.cu
 // includes this header, and a kernel's mangled name decides where ptxas places its static
-// shared memory beside the shared flag of last_block_to_finish (so, its machine code).
+// shared memory beside the shared flags of last_block_to_finish and publish_partial (so, its
+// machine code).
 namespace {
 using namespace reduce;
 

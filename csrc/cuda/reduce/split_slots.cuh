@@ -8,8 +8,9 @@
 //   at the start (the block that started last sums): the ticket's round trip to L2 overlaps
 //     the block's loads, so the last block's path holds only the slots' reads. That block may
 //     wait for the others' slots: each took its ticket first, so it is running, and it waits
-//     on nothing. It holds its place on the SM while it waits, so the launcher takes this
-//     where no block is left to start behind it (one row, or a grid resident at once).
+//     on nothing (no deadlock, whatever else runs on the SMs). It holds its place on the SM
+//     while it waits, which would delay blocks not yet started, so for speed the launcher
+//     takes this where none is left to start behind it (one row, or a grid resident at once).
 //   at the end (the last block to finish sums): the ticket's round trip, then the slots'
 //     reads, lie on the last block's path; no block waits.
 #pragma once

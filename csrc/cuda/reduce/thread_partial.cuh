@@ -40,8 +40,9 @@ __device__ inline Pair<VecT> load_pair(const VecT* pa, const VecT* pb, bool stre
 }
 
 // Sum of partials p[s], s = t, t + stride, ... below n, that other blocks of this launch
-// wrote: read from L2 several at a time (a split row's last block reads up to a few per
-// thread, and one at a time each would wait a round trip), added in index order.
+// wrote: read from L2 several at a time (the last block of a split row of non-float sums reads
+// up to a few per thread, and one at a time each would wait a round trip), added in index
+// order.
 template <typename A>
 __device__ A partials_sum(const A* p, int64_t n, int64_t t, int64_t stride) {
   Accumulator<A> acc;
