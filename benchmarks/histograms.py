@@ -8,8 +8,9 @@
 Each case is verified first (smem's output against an exact or float64 reference), then timed
 with both clocks of benchmarks/timing.py: device time (CUPTI kernel durations, L2 flushed before
 each call, median) and wall time (CUDA events, L2 flushed). Bandwidth counts the bytes that
-must move (inputs read once, the output written once) over the device time, as a % of the copy ceiling (bytes
-read + written by a 1 GiB device copy) measured in the same process by the same clock.
+must move (inputs read once, the output written once) over the device time, as a % of the copy
+ceiling (bytes read + written by a 1 GiB device copy) measured in the same process by the same
+clock.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ wall time    `time_wall(fn)`: CUDA events around each call, the L2 flushed befor
 
 How time_device attributes activities to calls. Each call is preceded by a flush, an in-place
 bitwise NOT of a 256 MB int32 buffer: it leaves the L2 holding the buffer's dirty lines, as
-do_bench's flush (a memset) does, and its kernel is one that no op measured here launches. Before it,
-cudaCtxResetPersistingL2Cache returns lines loaded with an evict-last hint to normal, which
-the writes alone would not evict (reset_persisting_l2). The flush is
-first profiled alone, once per device, which gives the names and the number of its activities.
+do_bench's flush (a memset) does, and its kernel is one that no op measured here launches.
+Before it, cudaCtxResetPersistingL2Cache returns lines loaded with an evict-last hint to
+normal, which the writes alone would not evict (reset_persisting_l2). The flush is first
+profiled alone, once per device, which gives the names and the number of its activities.
 Then warm-up + `calls` pairs (flush, fn) run under one profiler, on the current stream, and
 the device activities are taken in start order: each flush opens the next call's group, and
 every other activity until the next flush belongs to that group. The number of flush
