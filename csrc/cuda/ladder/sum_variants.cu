@@ -92,8 +92,8 @@ ladder_grid_stride_kernel(const float* x, int64_t n, float* partial) {
 
 }  // namespace
 
-void launch_sum_variant(int variant, const float* src, int64_t n, float* result,
-                        cudaStream_t stream) {
+void launch_sum_variant(int variant, const float* src, int64_t n, float* result) {
+  const cudaStream_t stream = current_stream();
   TORCH_CHECK_VALUE(variant >= 0 && variant < static_cast<int>(Variant::kFinal),
                     "smem: no sum ladder variant ", variant);
   const auto v = static_cast<Variant>(variant);

@@ -189,8 +189,8 @@ void launch_into(const T* a, const T* b, void* out, c10::ScalarType out_dtype, i
 }  // namespace
 
 void launch_reduce(ReduceMap map, c10::ScalarType dtype, c10::ScalarType out_dtype, const void* a,
-                   const void* b, void* out, int64_t outer, int64_t reduced, int64_t inner,
-                   cudaStream_t stream) {
+                   const void* b, void* out, int64_t outer, int64_t reduced, int64_t inner) {
+  const cudaStream_t stream = current_stream();  // where the scratch is ordered too
   const bool supported = visit_reduce_dtype(dtype, [&](auto e) {
     using T = decltype(e);
     const T* pa = static_cast<const T*>(a);

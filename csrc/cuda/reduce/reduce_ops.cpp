@@ -26,8 +26,7 @@ at::Tensor sum_like(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                        const c10::cuda::CUDAGuard guard(x.device());
                        const void* data = x.const_data_ptr();
                        launch_reduce(map, x.scalar_type(), out.scalar_type(), data, data,
-                                     out.mutable_data_ptr(), plan.outer, plan.reduced, plan.inner,
-                                     current_stream());
+                                     out.mutable_data_ptr(), plan.outer, plan.reduced, plan.inner);
                      });
 }
 
@@ -49,7 +48,7 @@ at::Tensor dot_cuda(const at::Tensor& self, const at::Tensor& other) {
   return dot_host(self, other, [](const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
     const c10::cuda::CUDAGuard guard(a.device());
     launch_reduce(ReduceMap::kProduct, a.scalar_type(), out.scalar_type(), a.const_data_ptr(),
-                  b.const_data_ptr(), out.mutable_data_ptr(), 1, a.numel(), 1, current_stream());
+                  b.const_data_ptr(), out.mutable_data_ptr(), 1, a.numel(), 1);
   });
 }
 
@@ -65,8 +64,7 @@ at::Tensor sum_variant_cuda(const at::Tensor& self, c10::string_view name) {
     if (names[v] == "final") return sum_cuda(x, std::nullopt, false, std::nullopt);
     at::Tensor out = at::zeros({}, x.options());
     if (x.numel() == 0) return out;
-    launch_sum_variant(v, x.const_data_ptr<float>(), x.numel(), out.mutable_data_ptr<float>(),
-                       current_stream());
+    launch_sum_variant(v, x.const_data_ptr<float>(), x.numel(), out.mutable_data_ptr<float>());
     return out;
   }
   TORCH_CHECK_VALUE(false, "smem._sum_variant: unknown variant '", name,
