@@ -33,26 +33,12 @@ import torch
 
 import smem_ops
 
-from .cases import FAMILIES, GOALS, Case, Sweep, dtype_name, is_goal, ladder_cases
+from .cases import FAMILIES, GOALS, Case, Sweep, cupy_with_cub, dtype_name, is_goal, ladder_cases
 from .provenance import RESULTS, SCRATCH, commit, slug
 from .report import format_row, goal_summary, header, markdown, plot
 from .timing import copy_ceiling_gbs, device_copy, time_cpu, time_device, time_wall
 
 # --------------------------------------------------------------------------- driver
-
-
-def _cupy_module():
-    try:
-        import cupy
-    except Exception:  # noqa: BLE001  (absent, or present without a usable CUDA)
-        return None
-    try:  # CUB for cupy.sum (DeviceReduce / DeviceSegmentedReduce) and cupy.histogram
-        from cupy._core import _accelerator
-        _accelerator.set_routine_accelerators(["cub"])
-        _accelerator.set_reduction_accelerators(["cub"])
-    except (ImportError, AttributeError, ValueError):
-        print("# cupy: could not select the CUB accelerator; CuPy rows use its defaults")
-    return cupy
 
 
 def environment(sw: Sweep, ceiling, args) -> dict:
@@ -172,7 +158,7 @@ def build_sweep(args, alloc: str | None = None) -> Sweep:
     listing = alloc == "meta"
     return Sweep(kind=kind, alloc=alloc or kind, quick=args.quick,
                  compile=kind == "cuda" and not args.no_compile,
-                 cupy=None if kind != "cuda" or args.no_cupy or listing else _cupy_module())
+                 cupy=None if kind != "cuda" or args.no_cupy or listing else cupy_with_cub())
 
 
 def cases_of(sw: Sweep, args):

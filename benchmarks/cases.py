@@ -120,7 +120,7 @@ def _exact_histc(data, bins, lo, hi):
     return out
 
 
-def _compiled(fn, *args):
+def compiled(fn, *args):
     """torch.compile(fn)(*args), static shapes: each case compiles its own graph."""
     cfg = torch._dynamo.config
     for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
@@ -130,9 +130,24 @@ def _compiled(fn, *args):
     return partial(torch.compile(fn, fullgraph=True, dynamic=False), *args)
 
 
-def _cupy(sw: Sweep, fn, *tensors):
+def cupy_with_cub():
+    """The cupy module with CUB selected for its sums and histograms; None where cupy does not
+    import (or has no usable CUDA)."""
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001  (absent, or present without a usable CUDA)
+        return None
+    try:  # CUB for cupy.sum (DeviceReduce / DeviceSegmentedReduce) and cupy.histogram
+        from cupy._core import _accelerator
+        _accelerator.set_routine_accelerators(["cub"])
+        _accelerator.set_reduction_accelerators(["cub"])
+    except (ImportError, AttributeError, ValueError):
+        print("# cupy: could not select the CUB accelerator; CuPy rows use its defaults")
+    return cupy
+
+
+def cupy_call(cp, fn, *tensors):
     """fn(*cupy views of tensors) on torch's current stream, returned as a torch tensor."""
-    cp = sw.cupy
     arrays = [cp.from_dlpack(t) for t in tensors]
 
     def run():
@@ -161,9 +176,9 @@ def sum_cases(sw: Sweep):
             out = torch.empty((), dtype=dtype, device=sw.alloc)
             impls = {"torch eager": partial(torch.sum, x), "smem": partial(smem_ops.sum, x)}
             if sw.compile and n in (1 << 20, 1 << 24):
-                impls["torch.compile"] = _compiled(lambda t: t.sum(), x)
+                impls["torch.compile"] = compiled(lambda t: t.sum(), x)
             if sw.cupy is not None and dtype == torch.float32:
-                impls["CuPy (CUB)"] = _cupy(sw, lambda a: a.sum(), x)
+                impls["CuPy (CUB)"] = cupy_call(sw.cupy, lambda a: a.sum(), x)
             tol = 1e-5 if dtype == torch.float32 else 1e-2
             yield Case("sum", dtype, (n,), {"dim": None}, _nbytes(x, out), impls,
                        _check_close(tol, tol * math.sqrt(n)), f"({n},)")
@@ -177,9 +192,9 @@ def sum_cases(sw: Sweep):
             out = x.sum(dim)
             impls = {"torch eager": partial(torch.sum, x, dim), "smem": partial(smem_ops.sum, x, dim)}
             if sw.compile:
-                impls["torch.compile"] = _compiled(lambda t, d: t.sum(d), x, dim)
+                impls["torch.compile"] = compiled(lambda t, d: t.sum(d), x, dim)
             if sw.cupy is not None and dtype == torch.float32 and dim == -1:
-                impls["CuPy (CUB)"] = _cupy(sw, lambda a: a.sum(axis=-1), x)
+                impls["CuPy (CUB)"] = cupy_call(sw.cupy, lambda a: a.sum(axis=-1), x)
             tol = 1e-5 if dtype == torch.float32 else 1e-2
             yield Case("sum", dtype, shape, {"dim": dim}, _nbytes(x, out), impls,
                        _check_close(tol, tol * math.sqrt(x.shape[dim])), f"{shape} dim={dim}")
@@ -194,13 +209,13 @@ def squares_and_dot_cases(sw: Sweep):
                  "torch vector_norm^2": lambda x=x: torch.linalg.vector_norm(x) ** 2,
                  "smem": partial(smem_ops.sum_of_squares, x)}
         if sw.compile and n == 1 << 24:
-            impls["torch.compile"] = _compiled(lambda t: (t * t).sum(), x)
+            impls["torch.compile"] = compiled(lambda t: (t * t).sum(), x)
         yield Case("sum_of_squares", torch.float32, (n,), {}, _nbytes(x, out), impls,
                    _check_close(1e-3, 1e-2 * math.sqrt(n)), f"({n},)",
                    error=_rel_err_vs_float64(lambda x=x: x.double().square().sum()))
         impls = {"torch eager": partial(torch.dot, x, y), "smem": partial(smem_ops.dot, x, y)}
         if sw.compile and n == 1 << 24:
-            impls["torch.compile"] = _compiled(lambda a, b: torch.dot(a, b), x, y)
+            impls["torch.compile"] = compiled(lambda a, b: torch.dot(a, b), x, y)
         yield Case("dot", torch.float32, (n,), {}, _nbytes(x, y, out), impls,
                    _check_close(1e-4, 1e-3 * math.sqrt(n)), f"({n},)",
                    error=_rel_err_vs_float64(lambda x=x, y=y: x.double().dot(y.double())))
@@ -244,7 +259,7 @@ def transpose_cases(sw: Sweep):
         impls = {"torch eager": lambda x=x: x.transpose(-2, -1).contiguous(),
                  "smem": partial(smem_ops.transpose, x)}
         if sw.compile and (shape, dtype) in compile_set:
-            impls["torch.compile"] = _compiled(lambda t: t.transpose(-2, -1).contiguous(), x)
+            impls["torch.compile"] = compiled(lambda t: t.transpose(-2, -1).contiguous(), x)
         if sw.kind == "cuda" and dtype in (torch.float32, torch.float64) and len(shape) == 2:
             impls["cuBLAS geam"] = partial(cublas.geam_transpose, x)
         yield Case("transpose", dtype, shape, {"dim0": -2, "dim1": -1}, 2 * _nbytes(x), impls,
@@ -269,11 +284,11 @@ def histc_cases(sw: Sweep):
         impls["smem"] = lambda: smem_ops.histc(data, bins, lo, hi, dtype=torch.int64)
         if sw.compile and baseline and data_name in ("randn", "auto-range") and bins in (
                 256, 65536, 262144, 1048576):  # the goal cases' bins
-            impls["torch.compile"] = _compiled(lambda t: torch.histc(t, bins, lo, hi), data)
+            impls["torch.compile"] = compiled(lambda t: torch.histc(t, bins, lo, hi), data)
         if sw.cupy is not None and data.dtype == torch.float32 and lo != hi:
             cp = sw.cupy
             edges = cp.linspace(lo, hi, bins + 1, dtype=cp.float32)
-            impls["CuPy (CUB)"] = _cupy(sw, lambda a: cp.histogram(a, edges)[0], data)
+            impls["CuPy (CUB)"] = cupy_call(sw.cupy, lambda a: cp.histogram(a, edges)[0], data)
         return Case("histc", data.dtype, (data.numel(),),
                     {"bins": bins, "min": lo, "max": hi, "data": data_name},
                     _nbytes(data, out), impls, _check_equal,

@@ -4,9 +4,10 @@
 
 - histc sweep: torch.histc, fp32, 256 bins, 2^12..2^28 elements.
 - MoE routing counts as Hugging Face transformers (`torch.histc(ids.int(), E, 0, E - 1)`) and
-  torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, and smem_ops.bincount,
-  beside the copy and read floors of the ids' bytes; plus a CUDA graph of a router step (top-k, then the
-  counts) captured and replayed.
+  torchtitan (`torch.histc(ids, E, 0, E)` on int64 ids) compute them, smem_ops.bincount and
+  torch.compile's count (scatter_add_), beside three floors of the ids' bytes: a copy, the
+  fastest read, and the fastest reductions of them to one number; plus a CUDA graph of a router
+  step (top-k, then the counts) captured and replayed.
 - torch.ao.quantization.HistogramObserver: forward passes over random activations; the
   observer's state at the end must be the same with and without enable().
 - Per-channel histogram equalization of uint8 images (torchvision's `equalize`), when
@@ -27,6 +28,7 @@ import torch
 
 import smem_ops
 
+from .cases import compiled, cupy_call, cupy_with_cub
 from .provenance import RESULTS, SCRATCH, save_json, slug
 from .read_floor import read_floor
 from .timing import device_copy, time_device, time_wall
@@ -61,6 +63,33 @@ def histc_sweep(quick: bool, rows: list) -> None:
             row("histc", "torch+enable", params, partial(torch.histc, x, 256, -3, 3), rows)
 
 
+def compiled_count(ids: torch.Tensor, experts: int):
+    """What torch.compile makes of a count written with scatter_add_ (Inductor has no kernel of
+    its own for histc or bincount): ids.flatten() counted into `experts` int64 bins."""
+    def count(i):
+        out = torch.zeros(experts, dtype=torch.int64, device=i.device)
+        return out.scatter_add_(0, i.flatten(), torch.ones_like(i.flatten()))
+    return compiled(count, ids)
+
+
+def reduction_floors(nbytes: int):
+    """(name, fn): the fastest reductions of `nbytes` to one number found, on random fp32 of
+    that size. A count of E bins reads the same bytes and combines E results across the blocks
+    where these combine one, so they bound what the known ways of counting can reach: torch.compile's
+    flat sum (two kernels; device time leaves out the gap between them), CUB's DeviceReduce
+    (CuPy, where it imports) and smem_ops.sum."""
+    x = torch.randn(nbytes // 4, device="cuda")
+    want = x.double().sum()
+    found = [("torch.compile sum", compiled(lambda t: t.sum(), x)),
+             ("smem_ops.sum", partial(smem_ops.sum, x))]
+    cp = cupy_with_cub()
+    if cp is not None:
+        found.append(("CuPy (CUB) sum", cupy_call(cp, lambda a: a.sum(), x)))
+    for name, fn in found:
+        torch.testing.assert_close(fn().double(), want, rtol=1e-5, atol=1e-2, msg=name)
+    return found
+
+
 def moe_counts(quick: bool, rows: list) -> None:
     shapes = [(4096, 2), (65536, 8)] if quick else [(4096, 2), (65536, 8), (262144, 8)]
     for tokens, top_k in shapes:
@@ -82,6 +111,9 @@ def moe_counts(quick: bool, rows: list) -> None:
                 row("moe", "torch.histc int64+enable", params,
                     partial(torch.histc, ids, experts, 0, experts), rows)
             row("moe", "smem_ops.bincount", params, partial(smem_ops.bincount, ids, experts), rows)
+            count = compiled_count(ids, experts)
+            same(count(), want, "torch.compile count")
+            row("moe", "torch.compile scatter_add_", params, count, rows)
         # Floors: torch's device copy moving as many bytes as the int64 ids (half read, half
         # written), and the read floor, the fastest kernel found that reads them once (any
         # count must), both timed the same way.
@@ -93,6 +125,8 @@ def moe_counts(quick: bool, rows: list) -> None:
                      "device_us_by_shape": {str(k): round(v, 2) for k, v in by_shape.items()}})
         print(f"{'moe':12} {'read floor':22} {json.dumps(params):60} device {floor_us:9.2f} us",
               flush=True)
+        for impl, fn in reduction_floors(tokens * top_k * 8):
+            row("moe", f"{impl} (int64 ids' bytes)", params, fn, rows)
     # A router step in a CUDA graph: torch.histc syncs nothing with an explicit range, so it
     # captures with and without enable(); bincount captures too.
     logits = torch.randn(65536, 64, device="cuda")
