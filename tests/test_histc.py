@@ -304,6 +304,24 @@ def test_cluster_variant_errors():
 
 
 @requires_cuda
+@pytest.mark.parametrize("variant,bins", [(None, 70_001), (None, 262_144), ("final:split:2", 70_001),
+                                          ("final:split:4", 262_147), ("final:split:8", 9_001)])
+def test_packed_rows_exact(variant, bins):
+    """Packed kernels whose blocks count more elements than they hold counters store the
+    counters as rows, which a second kernel adds up: exact for one block's 16- or 6-bit
+    counters and for groups of blocks, with a hot bin that wraps every block's counter (its
+    count stays below 2^24, so the forced variants' float32 counts are exact too)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    n = 2 * sms * bins + 12_345
+    x = torch.rand(n, device="cuda") * bins
+    x[::8] = 7.5
+    out = (smem_ops.histc(x, bins, 0, bins, dtype=torch.int64) if variant is None
+           else torch.ops.smem._histc_variant(x, bins, 0.0, float(bins), variant).long())
+    assert torch.equal(out, reference_counts(x, bins, 0, bins))
+    assert out.sum().item() == n
+
+
+@requires_cuda
 @pytest.mark.parametrize("bins", [65_537, 100_000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=str)
 def test_packed16_counts_wrap_exactly(bins, dtype):

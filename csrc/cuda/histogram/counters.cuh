@@ -262,6 +262,12 @@ struct PackedCounts {
       }
     }
   }
+  // After a __syncthreads: stores the words as they are into `row` (the block's row of
+  // packed_rows_sum_kernel's input): coalesced plain stores, no atomics.
+  __device__ void store_row(unsigned* row) const {
+    for (int w = threadIdx.x; w < (bins + kFields - 1) / kFields; w += blockDim.x)
+      row[w] = words[w];
+  }
   // After a __syncthreads: adds every counter to the global counts.
   __device__ void flush(unsigned long long* counts) const {
     for (int w = threadIdx.x; w < (bins + kFields - 1) / kFields; w += blockDim.x) {
@@ -276,5 +282,14 @@ struct PackedCounts {
     }
   }
 };
+
+// Words of the largest block's PackedCounts<kBits> in a group of 2^log2_split (rank 0, which
+// holds the most bins): the stride of the rows that histogram_packed_kernel stores.
+template <int kBits>
+__host__ __device__ constexpr int64_t packed_row_words(int64_t bins, int log2_split) {
+  constexpr int64_t kFields = 32 / kBits;
+  const int64_t rank0_bins = (bins + (int64_t(1) << log2_split) - 1) >> log2_split;
+  return (rank0_bins + kFields - 1) / kFields;
+}
 
 }  // namespace smem::cuda::histogram

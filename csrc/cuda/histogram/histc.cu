@@ -67,20 +67,52 @@ void launch_clusters(Kernel* kernel, unsigned cluster, int64_t smem_bytes, int64
 // blocks as can be resident at once (at most `most_per_sm` per SM), in groups of
 // 2^log2_group blocks that stride together (block r of a group is blockIdx.x % 2^log2_group),
 // and at least one group per 2^31 elements (32-bit counters).
-template <int kThreads, typename Kernel, typename... Args>
-void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
-                     int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
+template <int kThreads, typename Kernel>
+unsigned resident_blocks(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
+                         int most_per_sm, int log2_group) {
   allow_dynamic_smem(kernel, smem_bytes);
   const int64_t groups = std::max<int64_t>(
       resident_grid(kernel, kThreads, smem_bytes, n, kThreads * per_thread, most_per_sm) >>
           log2_group,
       ceil_div(n, int64_t(1) << 31));
-  kernel<<<static_cast<unsigned>(groups << log2_group), kThreads, smem_bytes, stream>>>(args...);
+  return static_cast<unsigned>(groups << log2_group);
+}
+template <int kThreads, typename Kernel, typename... Args>
+void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem_bytes,
+                     int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
+  kernel<<<resident_blocks<kThreads>(kernel, n, per_thread, smem_bytes, most_per_sm, log2_group),
+           kThreads, smem_bytes, stream>>>(args...);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks.
-// PackedCounts are exact at any count, so no bound on a block's elements.
+// PackedCounts are exact at any count, so no bound on a block's elements. Where the blocks
+// count enough elements for most of their counters to end non-zero (and the counts are not
+// fused), they store their counters as rows and packed_rows_sum_kernel adds the rows up.
+template <int kBits, int kLog2Split, typename T, typename M>
+void launch_packed_as(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
+                      const HistogramShape& shape, Range<M> range, Counts out,
+                      cudaStream_t stream) {
+  auto* kernel = histogram_packed_kernel<kBits, kLog2Split, T, M>;
+  const unsigned blocks =
+      resident_blocks<kPackedThreads>(kernel, n, per_thread, shape.smem_bytes, INT_MAX, kLog2Split);
+  const int64_t row_words = packed_row_words<kBits>(bins, kLog2Split);
+  const int64_t counters = int64_t(blocks) * (int64_t(bins) >> kLog2Split);
+  Scratch row_memory;
+  if (out.out == nullptr && n * kRowsMaxCountersPerElement >= counters)
+    row_memory = device_scratch(int64_t(blocks) * row_words * int64_t(sizeof(unsigned)));
+  auto* rows = static_cast<unsigned*>(row_memory.data);
+  kernel<<<blocks, kPackedThreads, shape.smem_bytes, stream>>>(data, n, streaming, bins, range, out,
+                                                               rows);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (rows == nullptr) return;
+  const dim3 grid(static_cast<unsigned>(ceil_div(row_words, int64_t(kRowSumWords))),
+                  1u << kLog2Split);
+  packed_rows_sum_kernel<kBits, kLog2Split><<<grid, kRowSumWords * kRowSumSlices, 0, stream>>>(
+      rows, static_cast<int>(blocks >> kLog2Split), bins, out.add);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T, typename M>
 void launch_packed(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
                    const HistogramShape& shape, Range<M> range, Counts out, cudaStream_t stream) {
@@ -88,14 +120,13 @@ void launch_packed(const T* data, int64_t n, int64_t per_thread, bool streaming,
   const int log2_split = shape.log2_split;
   TORCH_INTERNAL_ASSERT((shape.counter_bits == kNarrowBits || log2_split == 0) &&
                         log2_split <= kMaxSplitLog2);
-  auto* kernel = log2_split == 0
-                     ? (shape.counter_bits == 16 ? histogram_packed_kernel<16, 0, T, M>
-                                                 : histogram_packed_kernel<kNarrowBits, 0, T, M>)
-                 : log2_split == 1 ? histogram_packed_kernel<kNarrowBits, 1, T, M>
-                 : log2_split == 2 ? histogram_packed_kernel<kNarrowBits, 2, T, M>
-                                   : histogram_packed_kernel<kNarrowBits, 3, T, M>;
-  launch_resident<kPackedThreads>(kernel, n, per_thread, shape.smem_bytes, INT_MAX, log2_split,
-                                  stream, data, n, streaming, bins, range, out);
+  auto* launch = log2_split == 0
+                     ? (shape.counter_bits == 16 ? launch_packed_as<16, 0, T, M>
+                                                 : launch_packed_as<kNarrowBits, 0, T, M>)
+                 : log2_split == 1 ? launch_packed_as<kNarrowBits, 1, T, M>
+                 : log2_split == 2 ? launch_packed_as<kNarrowBits, 2, T, M>
+                                   : launch_packed_as<kNarrowBits, 3, T, M>;
+  launch(data, n, per_thread, streaming, bins, shape, range, out, stream);
 }
 
 template <typename T, typename M, bool kVector, bool kAggregate>

@@ -2,7 +2,8 @@
 // an integer atomic, and integer atomics commute, so block scheduling cannot change a count.
 //   histogram_shared_kernel  private 32-bit counters per block (WarpCopies)
 //   histogram_lut16_kernel   2-byte inputs: a table of every bit pattern's bin, then WarpCopies
-//   histogram_packed_kernel  packed narrow counters (PackedCounts), in one block or a group
+//   histogram_packed_kernel  packed narrow counters (PackedCounts), in one block or a group;
+//                            packed_rows_sum_kernel adds up the rows its blocks may store
 //   histogram_global_kernel  64-bit global counters, for bins beyond any block's shared memory
 #pragma once
 
@@ -86,11 +87,12 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs
 // counts only its own bins, so every add stays in the block's shared memory. The blocks of a
 // group run side by side, so one of them reads an element from HBM and the others find it
 // in L2: plain loads, not streaming ones, which would evict what the others are about to
-// read.
+// read. With `rows`, each block stores its counters there (its row: packed_rows_sum_kernel
+// then adds the rows up) instead of adding them to the counts.
 template <int kBits, int kLog2Split, typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
 histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M> range,
-                        Counts counts) {
+                        Counts counts, unsigned* rows) {
   constexpr bool kGrouped = kLog2Split > 0;
   constexpr unsigned kOwnerMask = (1u << kLog2Split) - 1;
   // Batched adds hold more registers: with double math (integer and fp64 input) they spill,
@@ -150,8 +152,54 @@ histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M
                                      count);
   mine.settle_tally(tally, counts.add);
   __syncthreads();
+  if (rows != nullptr) {
+    mine.store_row(rows + int64_t(blockIdx.x) * packed_row_words<kBits>(bins, kLog2Split));
+    return;
+  }
   mine.flush(counts.add);
   counts.finish(bins);
+}
+
+// The rows that histogram_packed_kernel's blocks stored, added up per bin into the counts
+// (which hold the wraps the packed kernel settled). A block takes kRowSumWords adjacent words
+// of one rank's rows (blockIdx.y): each of its kRowSumSlices slices of threads reads every
+// kRowSumSlices-th row (a warp: one row's words, 128 bytes), kRowsInFlight rows in flight per
+// thread, and slice 0 adds the other slices' totals. So every bin has one thread, and its
+// count takes a plain add. A field's sum stays below 2^32: under 2^kBits per row, and far fewer
+// than 2^(32 - kBits) rows.
+template <int kBits, int kLog2Split>
+__global__ void __launch_bounds__(kRowSumWords * kRowSumSlices)
+packed_rows_sum_kernel(const unsigned* rows, int groups, int bins, unsigned long long* counts) {
+  using Packed = PackedCounts<kBits>;
+  constexpr int kFields = Packed::kFields;
+  constexpr unsigned kOwnerMask = (1u << kLog2Split) - 1;
+  __shared__ unsigned slice_totals[kRowSumSlices - 1][kFields][kRowSumWords];  // lanes: banks
+  const unsigned rank = blockIdx.y;
+  const int local_bins = (bins - rank + kOwnerMask) >> kLog2Split;
+  const int lane = threadIdx.x % kRowSumWords, slice = threadIdx.x / kRowSumWords;
+  const int w = blockIdx.x * kRowSumWords + lane;
+  const bool mine = w < (local_bins + kFields - 1) / kFields;
+  const int64_t stride = packed_row_words<kBits>(bins, kLog2Split);
+  unsigned total[kFields] = {};
+  if (mine)
+    for_each_batched<kRowsInFlight>(
+        slice, groups, kRowSumSlices,
+        [&](int64_t g) { return __ldcs(rows + ((g << kLog2Split) | rank) * stride + w); },
+        [&](unsigned word) {
+#pragma unroll
+          for (int f = 0; f < kFields; ++f) total[f] += (word >> (f * kBits)) & Packed::kFull;
+        });
+  if (slice > 0)
+#pragma unroll
+    for (int f = 0; f < kFields; ++f) slice_totals[slice - 1][f][lane] = total[f];
+  __syncthreads();
+  if (slice > 0 || !mine) return;
+#pragma unroll
+  for (int f = 0; f < kFields; ++f) {
+    for (int s = 0; s < kRowSumSlices - 1; ++s) total[f] += slice_totals[s][f][lane];
+    const int j = w * kFields + f;
+    if (j < local_bins && total[f] != 0) counts[(int64_t(j) << kLog2Split) + rank] += total[f];
+  }
 }
 
 // 64-bit global counters, with (kAggregate) one atomic per distinct bin of a warp.
