@@ -66,12 +66,15 @@ k(const uint4* __restrict__ x, long long nvec, float lo, float hi, int bins,
   const long long per = (nvec + groups - 1) / groups;
   const long long end = min(nvec, (g + 1) * per);
   long long i = g * per + threadIdx.x;
-  for (; i + blockDim.x < end; i += 2 * blockDim.x) {  // two 16-byte loads in flight
-    const uint4 a = __ldcs(x + i), b = __ldcs(x + i + blockDim.x);
-    take(a);
-    take(b);
+  for (; i + 3 * blockDim.x < end; i += 4 * blockDim.x) {  // four 16-byte loads in flight
+    const uint4 v0 = __ldcs(x + i), v1 = __ldcs(x + i + blockDim.x),
+                v2 = __ldcs(x + i + 2 * blockDim.x), v3 = __ldcs(x + i + 3 * blockDim.x);
+    take(v0);
+    take(v1);
+    take(v2);
+    take(v3);
   }
-  if (i < end) take(__ldcs(x + i));
+  for (; i < end; i += blockDim.x) take(__ldcs(x + i));
   __syncthreads();
   if (FLUSH)
     for (int b = threadIdx.x; b < share && first + b < bins; b += blockDim.x)
