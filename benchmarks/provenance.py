@@ -20,10 +20,15 @@ def _git(*args) -> str:
 
 
 def commit() -> tuple[str, bool]:
-    """(short commit, whether tracked files differ from it). SMEM_COMMIT overrides the commit,
-    for checkouts without their .git."""
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
-    return os.environ.get("SMEM_COMMIT") or _git("rev-parse", "--short", "HEAD") or "unknown", dirty
+    """(short commit, whether tracked files other than benchmarks/results differ from it; results
+    written by an earlier run of the same checkout don't change what is measured). SMEM_COMMIT
+    names the commit for a copy without a current .git (the GPU machine's copy of a working
+    tree), whose own status would compare against another commit: its tree is taken as clean."""
+    if os.environ.get("SMEM_COMMIT"):
+        return os.environ["SMEM_COMMIT"], False
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)benchmarks/results")
+    return _git("rev-parse", "--short", "HEAD") or "unknown", bool(status)
 
 
 def slug(name: str) -> str:
