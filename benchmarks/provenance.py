@@ -23,9 +23,11 @@ def commit() -> tuple[str, bool]:
     """(short commit, whether tracked files other than benchmarks/results differ from it; results
     written by an earlier run of the same checkout don't change what is measured). SMEM_COMMIT
     names the commit for a copy without a current .git (the GPU machine's copy of a working
-    tree), whose own status would compare against another commit: its tree is taken as clean."""
+    tree), whose own status would compare against another commit: `<sha>` for a copy of that
+    commit, `<sha>+dirty` for one with uncommitted changes (the sender knows which)."""
     if os.environ.get("SMEM_COMMIT"):
-        return os.environ["SMEM_COMMIT"], False
+        sha, _, mark = os.environ["SMEM_COMMIT"].partition("+")
+        return sha, mark == "dirty"
     status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
                   ":(exclude)benchmarks/results")
     return _git("rev-parse", "--short", "HEAD") or "unknown", bool(status)

@@ -307,9 +307,10 @@ def test_cluster_variant_errors():
 @pytest.mark.parametrize("variant,bins", [(None, 70_001), (None, 262_144), ("final:split:2", 70_001),
                                           ("final:split:4", 262_147), ("final:split:8", 9_001)])
 def test_packed_rows_exact(variant, bins):
-    """Packed kernels whose blocks count more elements than they hold counters store the
-    counters as rows, which a second kernel adds up: exact for one block's 16- or 6-bit
-    counters and for groups of blocks, with a hot bin that wraps every block's counter (its
+    """Packed kernels whose blocks count elements enough for their counters (here more than
+    they hold) store the counters as rows, which a second kernel adds up: exact for one block's
+    16- or 6-bit counters and for groups of blocks, with a hot bin that wraps every block's
+    6-bit counter (test_packed16_counts_wrap_exactly wraps 16-bit ones on this path; the hot
     count stays below 2^24, so the forced variants' float32 counts are exact too)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     n = 2 * sms * bins + 12_345

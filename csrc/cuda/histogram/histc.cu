@@ -87,8 +87,8 @@ void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem
 
 // The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks.
 // PackedCounts are exact at any count, so no bound on a block's elements. Where the blocks
-// count enough elements for most of their counters to end non-zero (and the counts are not
-// fused), they store their counters as rows and packed_rows_sum_kernel adds the rows up.
+// hold at most kRowsMaxCountersPerElement counters per element (and the counts are not fused),
+// they store their counters as rows and packed_rows_sum_kernel adds the rows up.
 template <int kBits, int kLog2Split, typename T, typename M>
 void launch_packed_as(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
                       const HistogramShape& shape, Range<M> range, Counts out,
@@ -106,6 +106,8 @@ void launch_packed_as(const T* data, int64_t n, int64_t per_thread, bool streami
                                                                rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (rows == nullptr) return;
+  // a field's total over the groups' rows fits the row sum's 32-bit totals
+  TORCH_INTERNAL_ASSERT((blocks >> kLog2Split) < (1u << (32 - kBits)));
   const dim3 grid(static_cast<unsigned>(ceil_div(row_words, int64_t(kRowSumWords))),
                   1u << kLog2Split);
   packed_rows_sum_kernel<kBits, kLog2Split><<<grid, kRowSumWords * kRowSumSlices, 0, stream>>>(

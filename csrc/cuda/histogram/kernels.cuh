@@ -170,6 +170,7 @@ histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M
 template <int kBits, int kLog2Split>
 __global__ void __launch_bounds__(kRowSumWords * kRowSumSlices)
 packed_rows_sum_kernel(const unsigned* rows, int groups, int bins, unsigned long long* counts) {
+  static_assert(kRowSumWords == kWarpSize, "a warp reads one row's words; a lane, one bank");
   using Packed = PackedCounts<kBits>;
   constexpr int kFields = Packed::kFields;
   constexpr unsigned kOwnerMask = (1u << kLog2Split) - 1;
