@@ -293,6 +293,23 @@ def test_cluster_path_auto_range_and_graph():
 
 
 @requires_cuda
+def test_packed_rows_in_cuda_graph():
+    """The rows path (each block's counters stored to scratch, then the row sum) captures and
+    replays, with a given range and with auto-range on the device, on fresh data each replay."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    x = torch.randn(sms * 65536 // 4 + 7, device="cuda")  # 16 x n >= blocks x bins: rows
+    for lo, hi in ((-4.0, 4.0), (0.0, 0.0)):
+        smem_ops.histc(x, 65536, lo, hi)  # warm-up outside capture (function attributes)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = smem_ops.histc(x, 65536, lo, hi)
+        for scale in (1.0, 3.0):
+            x.copy_(torch.randn_like(x) * scale)
+            g.replay()
+            assert torch.equal(out, torch.histc(x, 65536, lo, hi)), (lo, hi, scale)
+
+
+@requires_cuda
 def test_cluster_variant_errors():
     x = torch.randn(100, device="cuda")
     for bad in ("cluster:3", "cluster:32", "final:4", "cluster:"):
