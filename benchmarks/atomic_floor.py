@@ -16,6 +16,7 @@ import argparse
 
 import torch
 
+from .cases import torch_stream
 from .timing import device_copy, time_device
 
 # BITS: counter width (32, 16 or 6; 32 // BITS counters to a 32-bit word); GROUP: blocks per
@@ -120,9 +121,8 @@ def floor_call(data: torch.Tensor, bins: int, bits: int, group: int, ret: int, c
     nvec = data.numel() * data.element_size() // 16
 
     def call():
-        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         f((grid,), (1024,), (x, cupy.int64(nvec), cupy.float32(lo), cupy.float32(hi),
-                             cupy.int32(bins), o), shared_mem=smem, stream=stream)
+                             cupy.int32(bins), o), shared_mem=smem, stream=torch_stream(cupy))
         return out
     return call
 

@@ -146,12 +146,18 @@ def cupy_with_cub():
     return cupy
 
 
+def torch_stream(cp):
+    """torch's current CUDA stream as a cupy stream: CuPy work launched on it (as a `with`
+    context, or as a kernel's stream=) is ordered with torch's, and timed with it."""
+    return cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+
 def cupy_call(cp, fn, *tensors):
     """fn(*cupy views of tensors) on torch's current stream, returned as a torch tensor."""
     arrays = [cp.from_dlpack(t) for t in tensors]
 
     def run():
-        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        with torch_stream(cp):
             out = fn(*arrays)
         return torch.from_dlpack(out)
     return run

@@ -17,6 +17,7 @@ import statistics
 
 import torch
 
+from .cases import torch_stream
 from .timing import time_device
 
 # L: loads in flight per thread; C: contiguous runs (1) or interleaved vectors (0); S: ld.global.nc
@@ -172,8 +173,8 @@ def variant(x, G, T, L, C, S, K=0, D=0, MB=1):
     xc, oc, dc, rc = cupy.asarray(x), cupy.asarray(out), cupy.asarray(_done[0]), cupy.asarray(res)
 
     def call():
-        s = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-        f((G,), (T,), (xc, cupy.int64(nvec), cupy.int64(per_block), oc, dc, rc), stream=s)
+        f((G,), (T,), (xc, cupy.int64(nvec), cupy.int64(per_block), oc, dc, rc),
+          stream=torch_stream(cupy))
         return out
 
     call()
