@@ -1,56 +1,17 @@
-// Host-side planning shared by the CPU and CUDA histograms, and the one bin formula both use.
+// Host-side planning shared by the CPU and CUDA histograms: the checks of histc's arguments,
+// the plan, the output. The bin formula they plan for: histc_bins.h.
 #pragma once
-
-#include "smem.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/Scalar.h>
-#include <c10/macros/Macros.h>
 
 #include <cmath>
 #include <optional>
 
+#include "histc_bins.h"
+#include "smem.h"
+
 namespace smem {
-
-// Arithmetic type of the bin computation: torch bins fp32 input in fp32 and fp64 in fp64;
-// fp16/bf16 are widened to fp32; integers are binned in fp64.
-template <typename T> struct HistcMath { using type = double; };
-template <> struct HistcMath<float> { using type = float; };
-template <> struct HistcMath<c10::Half> { using type = float; };
-template <> struct HistcMath<c10::BFloat16> { using type = float; };
-template <typename T> using histc_math_t = typename HistcMath<T>::type;
-
-// Bin of v in [lo, hi] with `bins` equal bins, or -1 when v is outside the range or NaN.
-// Same expression and evaluation order as torch.histc, so edge values land in the same bin:
-// (v - lo) * bins / (hi - lo), truncated; v == hi goes to the last bin.
-template <typename M>
-C10_HOST_DEVICE inline int64_t histc_bin(M v, M lo, M hi, int64_t bins) {
-  if (!(v >= lo && v <= hi)) return -1;
-  int64_t b = static_cast<int64_t>((v - lo) * static_cast<M>(bins) / (hi - lo));
-  return b >= bins ? bins - 1 : b;
-}
-
-struct HistcPlan {
-  int64_t bins = 100;
-  double lo = 0, hi = 0;    // requested range, cast to the input dtype as torch does
-  bool auto_range = false;  // min == max: range from the data's finite min and max
-  at::ScalarType out_dtype = at::kFloat;
-};
-
-inline bool histc_input_supported(at::ScalarType t) {
-  switch (t) {
-    case at::kByte:
-    case at::kChar:
-    case at::kShort:
-    case at::kInt:
-    case at::kLong:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kFloat:
-    case at::kDouble: return true;
-    default: return false;
-  }
-}
 
 // A range bound as the input dtype sees it (torch casts min/max to the input's type first).
 inline double histc_cast_bound(double v, at::ScalarType t) {
@@ -87,16 +48,6 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
     plan.out_dtype = at::isFloatingType(self.scalar_type()) ? self.scalar_type() : at::kLong;
   }
   return plan;
-}
-
-// min == max after auto-range (a constant input, or no finite value): widen by one each way,
-// as torch does.
-template <typename M>
-C10_HOST_DEVICE inline void histc_widen_empty_range(M& lo, M& hi) {
-  if (lo == hi) {
-    lo = lo - M(1);
-    hi = hi + M(1);
-  }
 }
 
 // The host flow of histc on every backend: checks, then launch(x, plan, out) on a contiguous

@@ -30,15 +30,12 @@ def test_python_only_in_the_extension_module():
     assert with_python == ["python/module.cpp"]
 
 
-# A .cu file is parsed once per target arch; the CUDA sources that keep their torch side in a
-# .cpp beside them (csrc/cuda/launch.h says why) must not pull torch's tensor, dispatcher or
+# A .cu file is parsed once per target arch; the CUDA sources keep their torch side in a .cpp
+# beside them (csrc/cuda/launch.h says why), and must not pull torch's tensor, dispatcher or
 # CUDA-runtime headers back in, directly or through another header. c10's macros, scalar types
 # and ScalarType, c10::function_ref and ATen's integer divider are small and allowed.
 HEAVY_INCLUDE = re.compile(
     r"^(ATen/(?!cuda/detail/IntegerDivider\.cuh)|torch/|c10/cuda/|c10/core/(?!ScalarType\.h))")
-# The .cu files whose torch side is still in the file itself.
-TORCH_IN_CU = {"cuda/histogram/histc.cu", "cuda/ladder/histc_variants.cu",
-               "cuda/histogram/batched_histc.cu", "cuda/histogram/histogram_edges.cu"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 
 
@@ -57,9 +54,7 @@ def heavy_includes(path: pathlib.Path, seen: set[pathlib.Path]) -> list[str]:
 
 def test_cuda_sources_free_of_torch_headers():
     cu = {p.relative_to(CSRC).as_posix(): p for p in SOURCES if p.suffix == ".cu"}
-    assert TORCH_IN_CU <= set(cu), sorted(TORCH_IN_CU - set(cu))
-    light = {name: heavy_includes(p, set()) for name, p in cu.items() if name not in TORCH_IN_CU}
-    assert {"cuda/transpose/transpose.cu", "cuda/reduce/reduce.cu"} <= set(light)
-    assert {name: found for name, found in light.items() if found} == {}
-    # the list of exceptions shrinks: a split file leaves it
-    assert [name for name in TORCH_IN_CU if not heavy_includes(cu[name], set())] == []
+    assert {"cuda/transpose/transpose.cu", "cuda/reduce/reduce.cu", "cuda/histogram/histc.cu",
+            "cuda/histogram/batched_histc.cu", "cuda/histogram/histogram_edges.cu"} <= set(cu)
+    heavy = {name: heavy_includes(p, set()) for name, p in cu.items()}
+    assert {name: found for name, found in heavy.items() if found} == {}

@@ -14,17 +14,15 @@
 //                  range must be known to all its blocks, so auto-range keeps one block per row.
 // Counters per block stay below 2^32: a row longer than 2^31 elements is always split, and
 // auto-range rows that long are refused (use smem.histc on each).
-#include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+// Its torch side (checks, the [slices, length] view, the output) is histogram_ops.cpp.
+#include <c10/util/Exception.h>
 
+#include <climits>
 #include <type_traits>
 
 #include "cuda/common.cuh"
-#include "histogram_edges.h"
+#include "cuda/histogram/launch.h"
+#include "histc_bins.h"
 
 namespace smem::cuda {
 namespace {
@@ -33,7 +31,7 @@ constexpr int kRowThreads = 512;
 constexpr int kVectorsInFlight = 2;
 constexpr int64_t kMaxBlockElements = int64_t(1) << 31;  // 32-bit shared counters
 
-// The bin of v in [lo, hi] with `bins` bins, or -1: histc_bin (histogram.h), with the range
+// The bin of v in [lo, hi] with `bins` bins, or -1: histc_bin (histc_bins.h), with the range
 // and its width loaded once per thread. double: the same expression, truncated in 32 bits
 // (bins < 2^22 here, so the in-range quotient fits; out-of-range values are discarded).
 template <typename M>
@@ -201,14 +199,16 @@ row_histogram_global_kernel(const T* x, int64_t length, int64_t bins, histc_math
 }
 
 template <typename T>
-void launch_rows(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
+void launch_rows(const T* x, int64_t rows, int64_t length, const HistcPlan& plan, int64_t* out) {
   using M = histc_math_t<T>;
   const DeviceInfo& info = current_device_info();
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t rows = x.size(0), length = x.size(1), bins = plan.bins;
+  const cudaStream_t stream = current_stream();
+  const int64_t bins = plan.bins;
   const M lo = static_cast<M>(plan.lo), hi = static_cast<M>(plan.hi);
-  const bool streaming = stream_once(x.numel() * int64_t(sizeof(T)));
-  int64_t* out = counts.mutable_data_ptr<int64_t>();
+  const bool streaming = stream_once(rows * length * int64_t(sizeof(T)));
+  auto zero_counts = [&] {
+    SMEM_CUDA_CHECK(cudaMemsetAsync(out, 0, rows * bins * int64_t(sizeof(int64_t)), stream));
+  };
   const int64_t budget = info.max_smem_per_block_optin - kStaticSmemReserve;
   // Short rows get smaller blocks: a 512-thread block would idle on a 1000-element row.
   const int threads = length <= 2048 ? 128 : length <= 8192 ? 256 : kRowThreads;
@@ -216,10 +216,10 @@ void launch_rows(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts)
 
   if (bins >= kMaxSharedBins || bins * int64_t(sizeof(unsigned)) > budget) {
     TORCH_CHECK_NOT_IMPLEMENTED(rows <= INT_MAX, "smem.batched_histc: more than 2^31-1 slices");
-    counts.zero_();
+    zero_counts();
     row_histogram_global_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
-        x.const_data_ptr<T>(), length, bins, lo, hi, plan.auto_range, out);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+        x, length, bins, lo, hi, plan.auto_range, out);
+    SMEM_LAUNCH_CHECK();
     return;
   }
   // Copies of the counters: one per warp where they fit and the row is long enough to pay for
@@ -249,27 +249,21 @@ void launch_rows(const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts)
                               "smem.batched_histc: more than 2^31-1 "
                               "blocks (",
                               rows, " slices)");
-  if (split > 1) counts.zero_();
+  if (split > 1) zero_counts();
   kernel<<<static_cast<unsigned>(rows * split), threads, smem_bytes, stream>>>(
-      x.const_data_ptr<T>(), length, static_cast<int>(split), static_cast<int>(bins), copies, lo,
-      hi, streaming, out);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-at::Tensor batched_histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                              const at::Scalar& max, int64_t dim,
-                              std::optional<at::ScalarType> dtype) {
-  const c10::cuda::CUDAGuard guard(self.device());
-  return batched_histc_host(self, bins, min, max, dim, dtype,
-                            [](const at::Tensor& x, const HistcPlan& plan, at::Tensor& counts) {
-                              AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
-                                                         "smem_batched_histc_cuda", [&] {
-                                                           launch_rows<scalar_t>(x, plan, counts);
-                                                         });
-                            });
+      x, length, static_cast<int>(split), static_cast<int>(bins), copies, lo, hi, streaming, out);
+  SMEM_LAUNCH_CHECK();
 }
 
 }  // namespace
-}  // namespace smem::cuda
 
-TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("batched_histc", &smem::cuda::batched_histc_cuda); }
+void launch_batched_histc(c10::ScalarType dtype, const void* x, int64_t rows, int64_t length,
+                          const HistcPlan& plan, int64_t* counts) {
+  const bool supported = visit_histc_dtype(dtype, [&](auto e) {
+    using T = decltype(e);
+    launch_rows<T>(static_cast<const T*>(x), rows, length, plan, counts);
+  });
+  TORCH_CHECK_TYPE(supported, "smem.batched_histc: no CUDA histogram of dtype ", dtype);
+}
+
+}  // namespace smem::cuda

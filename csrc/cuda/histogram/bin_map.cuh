@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "histogram.h"
+#include "histc_bins.h"
 
 namespace smem::cuda::histogram {
 
@@ -78,7 +78,7 @@ struct Range {
   }
 };
 
-// histc_bin (histogram.h) for the shared-memory kernels, whose bins are far below 2^22: the
+// histc_bin (histc_bins.h) for the shared-memory kernels, whose bins are far below 2^22: the
 // same expression, truncated in 32 bits (for v in range the quotient is at most
 // bins * (1 + 2^-22), so the value is histc_bin's; out of range, NaN and overflow give any
 // value, which is then discarded or clamped as there). Branch-free and 32-bit, with the range

@@ -283,13 +283,4 @@ struct PackedCounts {
   }
 };
 
-// Words of the largest block's PackedCounts<kBits> in a group of 2^log2_split (rank 0, which
-// holds the most bins): the stride of the rows that histogram_packed_kernel stores.
-template <int kBits>
-__host__ __device__ constexpr int64_t packed_row_words(int64_t bins, int log2_split) {
-  constexpr int64_t kFields = 32 / kBits;
-  const int64_t rank0_bins = (bins + (int64_t(1) << log2_split) - 1) >> log2_split;
-  return (rank0_bins + kFields - 1) / kFields;
-}
-
 }  // namespace smem::cuda::histogram

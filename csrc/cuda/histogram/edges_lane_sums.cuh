@@ -31,7 +31,7 @@
 #include "cuda/common.cuh"
 #include "cuda/histogram/edges_smem.cuh"
 #include "cuda/tuning/histogram.h"
-#include "histogram_edges.h"
+#include "edge_bins.h"
 
 namespace smem::cuda {
 

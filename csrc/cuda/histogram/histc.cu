@@ -1,31 +1,26 @@
-// smem.histc on CUDA: exact integer counts, written in the requested dtype. The host flow
-// (histc_host), the optional auto-range kernel, then one histogram kernel in the shape
-// choose_shape picks:
+// smem.histc's CUDA launcher: exact integer counts, written in the requested dtype. The
+// optional auto-range kernel, then one histogram kernel in the shape choose_shape picks:
 //   histogram/shape.h     the decision: counter layout, copies, shared memory
 //   histogram/kernels.cuh the kernels, one per layout (counters.cuh), binning with bin_map.cuh
 //   histogram/range.cuh   auto-range (min == max) on the device: no host sync
 //   tuning/histogram.h    every knob
-// The variants of the technique ladder (torch.ops.smem._histc_variant) run through
-// histc_with too, with their own Request: ladder/histc_variants.cu.
-#include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+// Its torch side (checks, the output, registration) is histc_ops.cpp; the variants of the
+// technique ladder (torch.ops.smem._histc_variant) launch here too, with their own Request:
+// ladder/histc_variants.cpp.
+#include <c10/util/Exception.h>
 
 #include <climits>
 #include <limits>
 #include <type_traits>
 
+#include "cuda/build_info.h"
 #include "cuda/common.cuh"
 #include "cuda/histogram/kernels.cuh"
+#include "cuda/histogram/launch.h"
 #include "cuda/histogram/range.cuh"
 #include "cuda/histogram/shape.h"
 #include "cuda/ladder/histogram_cluster.cuh"
-#include "cuda/ops.h"
-#include "histogram.h"
-#include "smem.h"
+#include "histc_bins.h"
 
 namespace smem::cuda {
 namespace {
@@ -52,15 +47,15 @@ void launch_clusters(Kernel* kernel, unsigned cluster, int64_t smem_bytes, int64
       reinterpret_cast<const void*>(kernel), smem_bytes, static_cast<int>(cluster), [&] {
         allow_dynamic_smem(kernel, smem_bytes);
         if (cluster > 8)
-          C10_CUDA_CHECK(
+          SMEM_CUDA_CHECK(
               cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         int clusters = 0;
-        C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+        SMEM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
         return clusters;
       });
   const int64_t clusters = std::max(std::min<int64_t>(std::max(resident, 1), useful), at_least);
   config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  SMEM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
 // A grid-striding kernel with `smem_bytes` of dynamic shared memory, launched with as many
@@ -82,13 +77,13 @@ void launch_resident(Kernel* kernel, int64_t n, int64_t per_thread, int64_t smem
                      int most_per_sm, int log2_group, cudaStream_t stream, Args... args) {
   kernel<<<resident_blocks<kThreads>(kernel, n, per_thread, smem_bytes, most_per_sm, log2_group),
            kThreads, smem_bytes, stream>>>(args...);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  SMEM_LAUNCH_CHECK();
 }
 
 // The packed kernel: one block's counters per SM, or groups of 2^log2_split blocks.
-// PackedCounts are exact at any count, so no bound on a block's elements. Where the blocks
-// hold at most kRowsMaxCountersPerElement counters per element (and the counts are not fused),
-// they store their counters as rows and packed_rows_sum_kernel adds the rows up.
+// PackedCounts are exact at any count, so no bound on a block's elements. Where
+// packed_rows_pay (shape.h) and the counts are not fused, the blocks store their counters as
+// rows of the shape's words, which packed_rows_sum_kernel adds up.
 template <int kBits, int kLog2Split, typename T, typename M>
 void launch_packed_as(const T* data, int64_t n, int64_t per_thread, bool streaming, int bins,
                       const HistogramShape& shape, Range<M> range, Counts out,
@@ -96,23 +91,22 @@ void launch_packed_as(const T* data, int64_t n, int64_t per_thread, bool streami
   auto* kernel = histogram_packed_kernel<kBits, kLog2Split, T, M>;
   const unsigned blocks =
       resident_blocks<kPackedThreads>(kernel, n, per_thread, shape.smem_bytes, INT_MAX, kLog2Split);
-  const int64_t row_words = packed_row_words<kBits>(bins, kLog2Split);
-  const int64_t counters = int64_t(blocks) * (int64_t(bins) >> kLog2Split);
+  const int64_t row_words = shape.smem_bytes / int64_t(sizeof(unsigned));  // rank 0's, the most
   Scratch row_memory;
-  if (out.out == nullptr && n * kRowsMaxCountersPerElement >= counters)
+  if (out.out == nullptr && packed_rows_pay(n, blocks, bins, kLog2Split))
     row_memory = device_scratch(int64_t(blocks) * row_words * int64_t(sizeof(unsigned)));
   auto* rows = static_cast<unsigned*>(row_memory.data);
   kernel<<<blocks, kPackedThreads, shape.smem_bytes, stream>>>(data, n, streaming, bins, range, out,
-                                                               rows);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+                                                               rows, row_words);
+  SMEM_LAUNCH_CHECK();
   if (rows == nullptr) return;
   // a field's total over the groups' rows fits the row sum's 32-bit totals
   TORCH_INTERNAL_ASSERT((blocks >> kLog2Split) < (1u << (32 - kBits)));
   const dim3 grid(static_cast<unsigned>(ceil_div(row_words, int64_t(kRowSumWords))),
                   1u << kLog2Split);
   packed_rows_sum_kernel<kBits, kLog2Split><<<grid, kRowSumWords * kRowSumSlices, 0, stream>>>(
-      rows, static_cast<int>(blocks >> kLog2Split), bins, out.add);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+      rows, row_words, static_cast<int>(blocks >> kLog2Split), bins, out.add);
+  SMEM_LAUNCH_CHECK();
 }
 
 template <typename T, typename M>
@@ -174,75 +168,69 @@ void launch_counts(const T* data, int64_t n, bool streaming, int64_t bins,
       kernel<<<resident_grid(kernel, kHistThreads, 0, n, kHistThreads * kPerThread,
                              kGlobalBlocksPerSm),
                kHistThreads, 0, stream>>>(data, n, streaming, bins, range, out);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      SMEM_LAUNCH_CHECK();
       break;
     }
   }
 }
 
 // The output's element type as a fused launch writes it.
-CountType count_type(at::ScalarType t) {
+CountType count_type(c10::ScalarType t) {
   switch (t) {
-    case at::kLong: return CountType::kInt64;
-    case at::kInt: return CountType::kInt32;
-    case at::kShort: return CountType::kInt16;
-    case at::kChar: return CountType::kInt8;
-    case at::kByte: return CountType::kUInt8;
-    case at::kDouble: return CountType::kFloat64;
-    case at::kFloat: return CountType::kFloat32;
-    case at::kHalf: return CountType::kFloat16;
-    case at::kBFloat16: return CountType::kBFloat16;
+    case c10::ScalarType::Long: return CountType::kInt64;
+    case c10::ScalarType::Int: return CountType::kInt32;
+    case c10::ScalarType::Short: return CountType::kInt16;
+    case c10::ScalarType::Char: return CountType::kInt8;
+    case c10::ScalarType::Byte: return CountType::kUInt8;
+    case c10::ScalarType::Double: return CountType::kFloat64;
+    case c10::ScalarType::Float: return CountType::kFloat32;
+    case c10::ScalarType::Half: return CountType::kFloat16;
+    case c10::ScalarType::BFloat16: return CountType::kBFloat16;
     default: break;
   }
   TORCH_INTERNAL_ASSERT(false, "smem.histc: no count type for ", t);
 }
 
 template <typename T>
-void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result, Request request) {
+void launch_histc_as(const T* data, int64_t n, const HistcPlan& plan, const Request& request,
+                     void* result, int64_t* counts) {
   using M = histc_math_t<T>;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t n = x.numel();
-  const T* data = x.const_data_ptr<T>();
+  const cudaStream_t stream = current_stream();
+  int device = 0;
+  SMEM_CUDA_CHECK(cudaGetDevice(&device));
   // Decided before anything is launched: choose_shape may refuse the request.
-  const int device = x.device().index();
   TORCH_CHECK(request.variant != Variant::kCluster || cluster_supported(device),
               "smem._histc_variant: the cluster variant needs an sm_90 device and build");
   const HistogramShape shape = choose_shape(plan.bins, n, sizeof(T), request, device_info(device));
   const bool streaming = stream_once(n * int64_t(sizeof(T)));
-  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's. Fused needs
-  // counts below 2^kTicketShift (Counts::add_totals): far more elements than a device holds.
-  const bool fused = plan.bins <= kFusedBins && n < (int64_t(1) << Counts::kTicketShift);
+  // counters[0]: range_kernel's last block; counters[1]: the histogram kernel's.
+  const bool fused = histc_fuses(plan.bins, n);
+  TORCH_INTERNAL_ASSERT(fused == (counts == nullptr), "smem.histc: fused launches take no counts");
   Scratch fresh_counters, fresh_workspace;
   unsigned* done = plan.auto_range || fused ? zeroed_counters(2, fresh_counters) : nullptr;
-  // Fused: the kernel writes `result` in its dtype (Counts). Otherwise the blocks add into zeroed
-  // int64 counts: `result` itself, or a scratch tensor converted into it after the kernel.
-  at::Tensor counts;
+  // Fused: the kernel writes `result` in its dtype (Counts). Otherwise the blocks add into
+  // the zeroed int64 `counts`.
   Counts out{};
-  if (fused) {
+  if (fused)
     out = Counts{static_cast<unsigned long long*>(zeroed_workspace(
                      plan.bins * int64_t(sizeof(int64_t)), ZeroedUse::kHistogram, fresh_workspace)),
-                 result.mutable_data_ptr(), count_type(result.scalar_type()), done + 1};
-  } else {
-    counts = result.scalar_type() == at::kLong ? result : at::empty_like(result, at::kLong);
-    counts.zero_();
-    out.add = reinterpret_cast<unsigned long long*>(counts.mutable_data_ptr<int64_t>());
-  }
+                 result, count_type(plan.out_dtype), done + 1};
+  else out.add = reinterpret_cast<unsigned long long*>(counts);
   Range<M> range{static_cast<M>(plan.lo), static_cast<M>(plan.hi), nullptr};
   if constexpr (std::is_integral_v<T>)
     range.ints = IntBins::for_range(plan.lo, plan.hi, plan.bins, std::numeric_limits<T>::min(),
                                     std::numeric_limits<T>::max());
-  at::Tensor device_range;
+  Scratch device_range;  // [min, max], read by the histogram kernel
   if (plan.auto_range) {
     const unsigned grid = resident_grid(range_kernel<T, M>, kRangeThreads, 0, n,
                                         kRangeThreads * kRangeElementsPerThread);
-    const auto mdtype = c10::CppTypeToScalarType<M>::value;
-    at::Tensor block_range = at::empty({2 * int64_t(grid)}, x.options().dtype(mdtype));
-    device_range = at::empty({2}, x.options().dtype(mdtype));
+    const Scratch block_range = device_scratch(2 * int64_t(grid) * int64_t(sizeof(M)));
+    device_range = device_scratch(2 * int64_t(sizeof(M)));
     range_kernel<T, M><<<grid, kRangeThreads, 0, stream>>>(data, n, streaming,
-                                                           block_range.mutable_data_ptr<M>(), done,
-                                                           device_range.mutable_data_ptr<M>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    range.device = device_range.const_data_ptr<M>();
+                                                           static_cast<M*>(block_range.data), done,
+                                                           static_cast<M*>(device_range.data));
+    SMEM_LAUNCH_CHECK();
+    range.device = static_cast<const M*>(device_range.data);
   }
   // The seeds' variants bin element by element; the others move 16-byte vectors. Global
   // counters aggregate a warp's equal bins only in the final variant.
@@ -259,31 +247,23 @@ void launch_histc(const at::Tensor& x, const HistcPlan& plan, at::Tensor& result
       launch_counts<T, M, true, true>(data, n, streaming, plan.bins, shape, range, out, stream);
       break;
   }
-  if (counts.defined() && !counts.is_same(result)) result.copy_(counts);
 }
 
 }  // namespace
 
-at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                      const at::Scalar& max, std::optional<at::ScalarType> dtype,
-                      const histogram::Request& request) {
-  return histc_host(self, bins, min, max, dtype,
-                    [request](const at::Tensor& x, const HistcPlan& plan, at::Tensor& out) {
-                      const c10::cuda::CUDAGuard guard(x.device());
-                      AT_DISPATCH_ALL_TYPES_AND2(
-                          at::kHalf, at::kBFloat16, x.scalar_type(), "smem_histc_cuda",
-                          [&] { launch_histc<scalar_t>(x, plan, out, request); });
-                    });
+// Fused needs counts below 2^kTicketShift (Counts::add_totals): far more elements than a
+// device holds.
+bool histc_fuses(int64_t bins, int64_t n) {
+  return bins <= histogram::kFusedBins && n < (int64_t(1) << histogram::Counts::kTicketShift);
 }
 
-namespace {
-
-at::Tensor histc_cuda(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                      const at::Scalar& max, std::optional<at::ScalarType> dtype) {
-  return histc_with(self, bins, min, max, dtype, Request{});
+void launch_histc(c10::ScalarType dtype, const void* data, int64_t n, const HistcPlan& plan,
+                  const histogram::Request& request, void* result, int64_t* counts) {
+  const bool supported = visit_histc_dtype(dtype, [&](auto e) {
+    using T = decltype(e);
+    launch_histc_as<T>(static_cast<const T*>(data), n, plan, request, result, counts);
+  });
+  TORCH_CHECK_TYPE(supported, "smem.histc: no CUDA histogram of dtype ", dtype);
 }
 
-}  // namespace
 }  // namespace smem::cuda
-
-TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("histc", &smem::cuda::histc_cuda); }

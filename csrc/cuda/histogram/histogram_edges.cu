@@ -22,16 +22,13 @@
 // memory and add to global 64-bit counters (exact, slower). Weighted sums need at least one
 // warp copy of float64 bins plus the edges in shared memory (about 19K bins for fp32 on an
 // H100, 13K on an A100): more bins raise NotImplementedError naming the limit.
-#include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+// Its torch side (checks, aligned inputs, the output) is histogram_ops.cpp.
+#include <c10/util/Exception.h>
 
 #include "cuda/common.cuh"
+#include "cuda/histogram/launch.h"
+#include "edge_bins.h"
 #include "edges_lane_sums.cuh"
-#include "histogram_edges.h"
 
 namespace smem::cuda {
 namespace {
@@ -223,48 +220,65 @@ EdgeSmem<T, kWeighted> choose_layout(int64_t E, int64_t budget) {
 }
 
 // Adds the [rows, bins] partials into out (sum_partials_kernel's fixed order).
-void sum_partials(const at::Tensor& partials, at::Tensor& out, cudaStream_t stream) {
-  const int64_t bins = partials.size(1);
+void sum_partials(const double* partials, int64_t rows, int64_t bins, double* out,
+                  cudaStream_t stream) {
   sum_partials_kernel<<<static_cast<unsigned>(ceil_div(bins, kWarpSize)),
-                        dim3(kWarpSize, kSumRowsY), 0, stream>>>(
-      partials.const_data_ptr<double>(), static_cast<int>(partials.size(0)), static_cast<int>(bins),
-      out.mutable_data_ptr<double>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+                        dim3(kWarpSize, kSumRowsY), 0, stream>>>(partials, static_cast<int>(rows),
+                                                                 static_cast<int>(bins), out);
+  SMEM_LAUNCH_CHECK();
 }
+
+// [rows, bins] float64 partials, held while the Scratch lives.
+Scratch partials_scratch(int64_t rows, int64_t bins) {
+  return device_scratch(rows * bins * int64_t(sizeof(double)));
+}
+
+// The n elements of x (and w) and the E edges, as the kernels take them.
+template <typename T>
+struct EdgeInputs {
+  const T* x;
+  const T* w;  // null: counts
+  int64_t n;
+  const T* edges;
+  int64_t E;
+  bool uniform;
+};
 
 // Weighted sums through weigh_over_edges_kernel; false (nothing launched) where not even one
 // warp's copy fits shared memory.
 template <typename T>
-bool launch_lane_sums(const at::Tensor& x, const at::Tensor& w, const at::Tensor& edges,
-                      bool uniform, int64_t budget, at::Tensor& out) {
-  const auto layout = LaneSumsSmem<T>::choose(edges.numel(), budget);
+bool launch_lane_sums(const EdgeInputs<T>& in, int64_t budget, double* out) {
+  const auto layout = LaneSumsSmem<T>::choose(in.E, budget);
   if (layout.warps < 1) return false;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t n = x.numel();
+  const cudaStream_t stream = current_stream();
   auto* kernel = weigh_over_edges_kernel<T>;
   const int threads = layout.warps * kWarpSize;
   allow_dynamic_smem(kernel, layout.bytes());
-  const unsigned grid = resident_grid(kernel, threads, layout.bytes(), n,
+  const unsigned grid = resident_grid(kernel, threads, layout.bytes(), in.n,
                                       int64_t(threads) * kLaneSumsInFlight * vec_width<T>());
-  at::Tensor partials = at::empty({int64_t(grid), layout.bins}, out.options());
-  kernel<<<grid, threads, layout.bytes(), stream>>>(
-      x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout, uniform,
-      stream_once(2 * n * int64_t(sizeof(T))), partials.mutable_data_ptr<double>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_partials(partials, out, stream);
+  const Scratch partials = partials_scratch(grid, layout.bins);
+  kernel<<<grid, threads, layout.bytes(), stream>>>(in.x, in.w, in.n, in.edges, layout, in.uniform,
+                                                    stream_once(2 * in.n * int64_t(sizeof(T))),
+                                                    static_cast<double*>(partials.data));
+  SMEM_LAUNCH_CHECK();
+  sum_partials(static_cast<const double*>(partials.data), grid, layout.bins, out, stream);
   return true;
 }
 
 template <typename T, bool kWeighted>
-void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& edges, bool uniform,
-                  at::Tensor& out) {
+void launch_count(const EdgeInputs<T>& in, void* out) {
   const DeviceInfo& info = current_device_info();
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  const int64_t n = x.numel(), E = edges.numel();
+  const cudaStream_t stream = current_stream();
+  const int64_t n = in.n, E = in.E;
   const int64_t budget = info.max_smem_per_block_optin - kStaticSmemReserve;
+  auto* sums = static_cast<double*>(out);
+  auto* counts = static_cast<unsigned long long*>(out);
+  auto zero_counts = [&] {
+    SMEM_CUDA_CHECK(cudaMemsetAsync(counts, 0, (E - 1) * int64_t(sizeof(int64_t)), stream));
+  };
   if constexpr (kWeighted) {
-    if (uniform && n >= histogram::kLaneSumsMinElements && E - 1 <= histogram::kLaneSumsMaxBins &&
-        launch_lane_sums<T>(x, w, edges, uniform, budget, out))
+    if (in.uniform && n >= histogram::kLaneSumsMinElements &&
+        E - 1 <= histogram::kLaneSumsMaxBins && launch_lane_sums<T>(in, budget, sums))
       return;
   }
   const auto layout = choose_layout<T, kWeighted>(E, budget);
@@ -273,16 +287,15 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
     TORCH_CHECK_NOT_IMPLEMENTED(!kWeighted, "smem._histogram_count: weighted sums over ", E - 1,
                                 " bins need more shared memory than this device has per block (",
                                 budget, " bytes for the edges and one float64 copy of the bins)");
-    out.zero_();
+    zero_counts();
     auto* kernel = count_over_edges_global_kernel<T>;
     kernel<<<resident_grid(kernel, kCountThreads, 0, n, kCountThreads * 4), kCountThreads, 0,
-             stream>>>(x.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), E, uniform,
-                       reinterpret_cast<unsigned long long*>(out.mutable_data_ptr<int64_t>()));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+             stream>>>(in.x, n, in.edges, E, in.uniform, counts);
+    SMEM_LAUNCH_CHECK();
     return;
   }
-  auto* kernel = uniform ? count_over_edges_kernel<T, kWeighted, true>
-                         : count_over_edges_kernel<T, kWeighted, false>;
+  auto* kernel = in.uniform ? count_over_edges_kernel<T, kWeighted, true>
+                            : count_over_edges_kernel<T, kWeighted, false>;
   const int threads = layout.warps * kWarpSize;
   allow_dynamic_smem(kernel, layout.bytes());
   // Counts: 32-bit shared counters, so each block's share stays below 2^32 elements.
@@ -290,44 +303,42 @@ void launch_count(const at::Tensor& x, const at::Tensor& w, const at::Tensor& ed
       resident_grid(kernel, threads, layout.bytes(), n, int64_t(threads) * 2 * vec_width<T>()),
       static_cast<unsigned>(ceil_div(n, int64_t(1) << 31)));
   if constexpr (kWeighted) {
-    at::Tensor partials = at::empty({int64_t(grid), E - 1}, out.options());
-    kernel<<<grid, threads, layout.bytes(), stream>>>(
-        x.const_data_ptr<T>(), w.const_data_ptr<T>(), n, edges.const_data_ptr<T>(), layout,
-        streaming, nullptr, partials.mutable_data_ptr<double>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    sum_partials(partials, out, stream);
+    const Scratch partials = partials_scratch(grid, E - 1);
+    kernel<<<grid, threads, layout.bytes(), stream>>>(in.x, in.w, n, in.edges, layout, streaming,
+                                                      nullptr, static_cast<double*>(partials.data));
+    SMEM_LAUNCH_CHECK();
+    sum_partials(static_cast<const double*>(partials.data), grid, E - 1, sums, stream);
   } else {
-    out.zero_();
-    kernel<<<grid, threads, layout.bytes(), stream>>>(
-        x.const_data_ptr<T>(), nullptr, n, edges.const_data_ptr<T>(), layout, streaming,
-        reinterpret_cast<unsigned long long*>(out.mutable_data_ptr<int64_t>()), nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    zero_counts();
+    kernel<<<grid, threads, layout.bytes(), stream>>>(in.x, nullptr, n, in.edges, layout, streaming,
+                                                      counts, nullptr);
+    SMEM_LAUNCH_CHECK();
   }
 }
 
-// A fresh 16-byte-aligned copy where `t` is a view that starts between 16-byte boundaries:
-// the kernel reads x and weight as 16-byte vectors of the same index.
-at::Tensor aligned_contiguous(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return is_aligned(c.const_data_ptr(), 16) ? c : c.clone();
-}
-
-at::Tensor histogram_count_cuda(const at::Tensor& self, const at::Tensor& bin_edges,
-                                const std::optional<at::Tensor>& weight, bool uniform) {
-  check_histogram_count(self, bin_edges, weight);
-  at::Tensor out = histogram_count_output(self, bin_edges, weight.has_value());
-  if (self.numel() == 0) return out.zero_();
-  const c10::cuda::CUDAGuard guard(self.device());
-  const at::Tensor x = aligned_contiguous(self), edges = bin_edges.contiguous();
-  const at::Tensor w = weight ? aligned_contiguous(*weight) : at::Tensor();
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "smem_histogram_count_cuda", [&] {
-    if (w.defined()) launch_count<scalar_t, true>(x, w, edges, uniform, out);
-    else launch_count<scalar_t, false>(x, w, edges, uniform, out);
-  });
-  return out;
+template <typename T>
+void launch_typed(const void* x, const void* weight, int64_t n, const void* edges, int64_t E,
+                  bool uniform, void* out) {
+  const EdgeInputs<T> in{static_cast<const T*>(x),
+                         static_cast<const T*>(weight),
+                         n,
+                         static_cast<const T*>(edges),
+                         E,
+                         uniform};
+  if (weight != nullptr) launch_count<T, true>(in, out);
+  else launch_count<T, false>(in, out);
 }
 
 }  // namespace
-}  // namespace smem::cuda
 
-TORCH_LIBRARY_IMPL(smem, CUDA, m) { m.impl("_histogram_count", &smem::cuda::histogram_count_cuda); }
+void launch_histogram_count(c10::ScalarType dtype, const void* x, const void* weight, int64_t n,
+                            const void* edges, int64_t E, bool uniform, void* out) {
+  switch (dtype) {
+    case c10::ScalarType::Float: return launch_typed<float>(x, weight, n, edges, E, uniform, out);
+    case c10::ScalarType::Double: return launch_typed<double>(x, weight, n, edges, E, uniform, out);
+    default: break;
+  }
+  TORCH_CHECK_TYPE(false, "smem._histogram_count: no CUDA histogram of dtype ", dtype);
+}
+
+}  // namespace smem::cuda

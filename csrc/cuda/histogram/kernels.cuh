@@ -16,7 +16,7 @@
 #include "cuda/histogram/counters.cuh"
 #include "cuda/histogram/elements.cuh"
 #include "cuda/tuning/histogram.h"
-#include "histogram.h"
+#include "histc_bins.h"
 
 namespace smem::cuda {
 // Kernels live in the anonymous namespace of smem::cuda, as before the split: only
@@ -87,12 +87,13 @@ histogram_lut16_kernel(const T* x, int64_t n, bool streaming, int bins, int subs
 // counts only its own bins, so every add stays in the block's shared memory. The blocks of a
 // group run side by side, so one of them reads an element from HBM and the others find it
 // in L2: plain loads, not streaming ones, which would evict what the others are about to
-// read. With `rows`, each block stores its counters there (its row: packed_rows_sum_kernel
-// then adds the rows up) instead of adding them to the counts.
+// read. With `rows`, each block stores its counters there (its row, of row_words words: rank
+// 0's, the most of a group) and packed_rows_sum_kernel adds the rows up, instead of adding
+// them to the counts.
 template <int kBits, int kLog2Split, typename T, typename M>
 __global__ void __launch_bounds__(kPackedThreads)
 histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M> range,
-                        Counts counts, unsigned* rows) {
+                        Counts counts, unsigned* rows, int64_t row_words) {
   constexpr bool kGrouped = kLog2Split > 0;
   constexpr unsigned kOwnerMask = (1u << kLog2Split) - 1;
   // Batched adds hold more registers: with double math (integer and fp64 input) they spill,
@@ -153,7 +154,7 @@ histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M
   mine.settle_tally(tally, counts.add);
   __syncthreads();
   if (rows != nullptr) {
-    mine.store_row(rows + int64_t(blockIdx.x) * packed_row_words<kBits>(bins, kLog2Split));
+    mine.store_row(rows + int64_t(blockIdx.x) * row_words);
     return;
   }
   mine.flush(counts.add);
@@ -169,7 +170,8 @@ histogram_packed_kernel(const T* x, int64_t n, bool streaming, int bins, Range<M
 // than 2^(32 - kBits) rows.
 template <int kBits, int kLog2Split>
 __global__ void __launch_bounds__(kRowSumWords * kRowSumSlices)
-packed_rows_sum_kernel(const unsigned* rows, int groups, int bins, unsigned long long* counts) {
+packed_rows_sum_kernel(const unsigned* rows, int64_t row_words, int groups, int bins,
+                       unsigned long long* counts) {
   static_assert(kRowSumWords == kWarpSize, "a warp reads one row's words; a lane, one bank");
   using Packed = PackedCounts<kBits>;
   constexpr int kFields = Packed::kFields;
@@ -180,12 +182,11 @@ packed_rows_sum_kernel(const unsigned* rows, int groups, int bins, unsigned long
   const int lane = threadIdx.x % kRowSumWords, slice = threadIdx.x / kRowSumWords;
   const int w = blockIdx.x * kRowSumWords + lane;
   const bool mine = w < (local_bins + kFields - 1) / kFields;
-  const int64_t stride = packed_row_words<kBits>(bins, kLog2Split);
   unsigned total[kFields] = {};
   if (mine)
     for_each_batched<kRowsInFlight>(
         slice, groups, kRowSumSlices,
-        [&](int64_t g) { return __ldcs(rows + ((g << kLog2Split) | rank) * stride + w); },
+        [&](int64_t g) { return __ldcs(rows + ((g << kLog2Split) | rank) * row_words + w); },
         [&](unsigned word) {
 #pragma unroll
           for (int f = 0; f < kFields; ++f) total[f] += (word >> (f * kBits)) & Packed::kFull;

@@ -8,7 +8,7 @@
 #include "cuda/common.cuh"
 #include "cuda/histogram/elements.cuh"
 #include "cuda/tuning/histogram.h"
-#include "histogram.h"
+#include "histc_bins.h"
 
 namespace smem::cuda {
 // Kernels live in the anonymous namespace of smem::cuda, as before the split: only

@@ -4,7 +4,6 @@
 // Model: CUB's device/dispatch/tuning/tuning_histogram.cuh.
 #pragma once
 
-#include <ATen/ceil_div.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -17,7 +16,7 @@
 
 namespace smem::cuda::histogram {
 
-// The variants of histc, naive to best (ladder/histc_variants.cu says what each shows).
+// The variants of histc, naive to best (ladder/histc_variants.cpp says what each shows).
 enum class Variant { kGlobalAtomics, kShared, kSharedPerWarp, kCluster, kFinal };
 
 // Which variant runs; for tuning and tests, a forced cluster size, or (final) a forced shape.
@@ -57,7 +56,7 @@ struct HistogramShape {
 // has checked cluster_supported(). Throws for a forced shape that cannot hold the bins.
 inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
                                    const Request& request, const DeviceInfo& dev) {
-  using at::ceil_div;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const Variant variant = request.variant;
   const bool final = variant == Variant::kFinal;
   constexpr int64_t kCounter = sizeof(unsigned);
@@ -75,8 +74,7 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
   };
   // `bits`-bit counters spread over 2^log2_split blocks: block 0 holds the most
   auto packed_bytes = [&](int bits, int log2_split) {
-    return ceil_div<int64_t>(ceil_div<int64_t>(bins, int64_t(1) << log2_split), 32 / bits) *
-           kCounter;
+    return ceil_div(ceil_div(bins, int64_t(1) << log2_split), 32 / bits) * kCounter;
   };
   auto packed = [&](int bits, int log2_split) {
     s.where = HistogramShape::Where::kPacked;
@@ -141,7 +139,7 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
   }
   if (variant != Variant::kCluster) return s;
   int l = request.log2_cluster;
-  auto slice_bytes = [&](int l) { return ceil_div<int64_t>(bins, int64_t(1) << l) * kCounter; };
+  auto slice_bytes = [&](int l) { return ceil_div(bins, int64_t(1) << l) * kCounter; };
   if (l == 0) {
     l = 1;
     while (l < kMaxClusterLog2 && slice_bytes(l) > optin) ++l;
@@ -152,6 +150,14 @@ inline HistogramShape choose_shape(int64_t bins, int64_t n, int element_bytes,
   s.log2_cluster = l;
   s.smem_bytes = slice_bytes(l);
   return s;
+}
+
+// Whether the `blocks` blocks of a packed launch (groups of 2^log2_split) store their counters
+// as rows for packed_rows_sum_kernel rather than flush them with atomics
+// (kRowsMaxCountersPerElement says when). The launcher asks, for counts that are not fused:
+// the block count is the launch's, its resident blocks.
+inline bool packed_rows_pay(int64_t n, int64_t blocks, int64_t bins, int log2_split) {
+  return n * kRowsMaxCountersPerElement >= blocks * (bins >> log2_split);
 }
 
 }  // namespace smem::cuda::histogram

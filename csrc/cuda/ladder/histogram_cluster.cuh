@@ -1,4 +1,4 @@
-// The cluster variant of histc (ladder/histc_variants.cu): the bins spread over the shared
+// The cluster variant of histc (ladder/histc_variants.cpp): the bins spread over the shared
 // memory of a thread-block cluster, added to through distributed shared memory (DSMEM).
 // sm_90 and later only: built for older archs, the kernel traps, and the host launches it only
 // where cluster_supported().
