@@ -214,6 +214,14 @@ CASES = {
     "moe_256k_64": lambda: _moe(262144, 8, 64),
     "moe_one_expert": lambda: _moe(65536, 8, 1, histc=lambda i, e, lo, hi: ops.histc(i, 64, 0, 64)[:1]),
     "hist_4m_one_bin": lambda: _hist(1 << 22, 256, data="one_bin"),
+    # the largest inputs of the one-block-per-SM regime (L2 / 2), spread and in one bin
+    "hist_6m": lambda: _hist(6 << 20, 256),
+    "hist_6m_one_bin": lambda: _hist(6 << 20, 256, data="one_bin"),
+    "hist_6m_2048": lambda: _hist(6 << 20, 2048),
+    "hist_u8_24m": lambda: _hist(24 << 20, 256, torch.uint8, data="uniform"),
+    "hist_u8_24m_one_bin": lambda: _hist(24 << 20, 256, torch.uint8, data="one_bin"),
+    "hist_bf16_12m": lambda: _hist(12 << 20, 256, torch.bfloat16),
+    "hist_bf16_12m_one_bin": lambda: _hist(12 << 20, 256, torch.bfloat16, data="one_bin"),
     "torch_moe_64": lambda: _moe(65536, 8, 64, histc=torch.histc),
     "torch_moe_128": lambda: _moe(65536, 8, 128, histc=torch.histc),
     "torch_moe_256": lambda: _moe(65536, 8, 256, histc=torch.histc),
@@ -380,7 +388,7 @@ def main(argv=None):
             dev_us = timed.us
             pct = {clock: 100 * nbytes / us / 1e3 / ceiling[clock] if nbytes and us else 0.0
                    for clock, us in (("device", dev_us), ("wall", wall))}
-            print(f"{args.tag:>16} {name:<16} device {dev_us:9.1f} us {pct['device']:6.1f} %   "
+            print(f"{args.tag:>16} {name:<16} device {dev_us:9.2f} us {pct['device']:6.1f} %   "
                   f"wall {wall:9.1f} us {pct['wall']:6.1f} %", flush=True)
             if args.kernels:
                 for us, kernel in zip(timed.per_activity_us, timed.names, strict=False):
