@@ -2,8 +2,8 @@
 // view (reduce.h), served by three kernels:
 //   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
 //     over blocks; a full reduction is one row split across the whole GPU.
-//   reduce_row_runs_kernel (rows.cuh): split fp32 rows of up to kRunMaxBytes, one contiguous
-//     run per block, partials handed over through flagged slots (split_slots.cuh).
+//   reduce_row_runs_kernel (rows.cuh): split fp32 rows, one contiguous run per block,
+//     partials handed over through flagged slots (split_slots.cuh).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -88,11 +88,15 @@ bool tickets_at_start(Kernel* kernel, int threads, int64_t splits, int64_t rows)
 }
 
 // How many contiguous runs (reduce_row_runs_kernel) each of `rows` fp32 rows of length R is
-// split into: kRunBlocksPerSm blocks per SM in all, rounded down to a power of two, each thread
-// at least kMinVectorsPerThread vectors. 1: the rows are too many or too short to split.
+// split into: one per kRunBytes, within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM
+// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors.
+// 1: the rows are too many or too short to split.
 template <typename T>
 int64_t row_run_splits(int64_t rows, int64_t R) {
-  const int64_t fill = current_device_info().sm_count * kRunBlocksPerSm / rows;
+  const int64_t sms = current_device_info().sm_count;
+  const int64_t fill =
+      std::clamp<int64_t>(R * int64_t(sizeof(T)) / kRunBytes, sms * kRunBlocksPerSm / rows,
+                          std::max<int64_t>(sms * kRunMaxBlocksPerSm / rows, 1));
   int64_t by_fill = 1;
   while (by_fill * 2 <= fill) by_fill *= 2;
   return std::clamp<int64_t>(
@@ -133,8 +137,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
     if constexpr (std::is_same_v<T, float>) {
       // rows the interleaved kernel would split, and that split into runs too
-      const int64_t runs =
-          splits > 1 && bytes_read <= kRunMaxBytes ? row_run_splits<T>(outer, R) : 1;
+      const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R) : 1;
       if (runs > 1) {
         launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
         SMEM_LAUNCH_CHECK();

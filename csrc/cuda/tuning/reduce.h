@@ -22,15 +22,18 @@ constexpr int64_t kWarpRowMax = 4096;
 constexpr int kRowBlocksPerSm = 3;
 // A split of a row gives each thread at least this many 16-byte vectors.
 constexpr int64_t kMinVectorsPerThread = 4;
-// Float rows of up to kRunMaxBytes read in all are split into contiguous runs, one per block of
-// kRunThreads: SMs x kRunBlocksPerSm blocks rounded down to a power of two (512 on 132 SMs),
-// more than are resident at once (3 per SM at fp32's registers). That measured faster than a
-// grid of the resident blocks, or launch bounds holding 4 per SM (docs/PERFORMANCE.md). The
-// interleaved kernel measured as fast at 256 MB and faster at 1 GB, so larger inputs keep it;
-// bf16 and fp16 rows too (runs: bf16 16M 0.3 us faster, 1M and fp16 slower).
+// Float rows that would be split are split into contiguous runs instead, one per block of
+// kRunThreads: one run per kRunBytes of the row, but at least kRunBlocksPerSm and at most
+// kRunMaxBlocksPerSm blocks per SM in all, rounded down to a power of two (64 MB: 1024 runs;
+// 256 MB and up: 4096 on 132 SMs). More blocks than are resident at once (3 per SM at fp32's
+// registers) measured faster than a grid of the resident blocks: the SMs pick up short runs
+// as they free, which evens out their ends. Past 32 per SM, runs of 64 KB were slower again
+// (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md). bf16 and fp16 rows keep the
+// interleaved kernel (runs: bf16 16M 0.3 us faster, 1M and fp16 slower).
 constexpr int kRunThreads = 512;
 constexpr int kRunBlocksPerSm = 4;
-constexpr int64_t kRunMaxBytes = int64_t(128) << 20;
+constexpr int kRunMaxBlocksPerSm = 32;
+constexpr int64_t kRunBytes = int64_t(64) << 10;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
 // (fewer where fewer are resident): 4 x 256 threads x 4 x 16 bytes in flight per SM, where
