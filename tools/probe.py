@@ -78,7 +78,8 @@ def _dot():
 def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
     x = {"randn": lambda: _randn(n, dtype),
          "uniform": lambda: (torch.rand(n, device=dev) * 8 - 4).to(dtype),
-         "one_bin": lambda: torch.full((n,), 0.1, device=dev, dtype=dtype)}[data]()
+         "one_bin": lambda: torch.full((n,), 0.1, device=dev, dtype=dtype),
+         "bytes": lambda: torch.randint(0, 256, (n,), device=dev, dtype=dtype)}[data]()
     rlo, rhi = (lo, hi) if lo != hi else (x.min().item(), x.max().item())
     # torch's float counts are exact below 2^24 per bin: bin chunks of 2^23, summed in fp64
     ref = sum(torch.histc(c.float(), bins, rlo, rhi).double() for c in x.split(1 << 23))
@@ -221,7 +222,7 @@ CASES = {
     "hist_6m": lambda: _hist(6 << 20, 256),
     "hist_6m_one_bin": lambda: _hist(6 << 20, 256, data="one_bin"),
     "hist_6m_2048": lambda: _hist(6 << 20, 2048),
-    "hist_u8_24m": lambda: _hist(24 << 20, 256, torch.uint8, data="uniform"),
+    "hist_u8_24m": lambda: _hist(24 << 20, 256, torch.uint8, lo=0.0, hi=256.0, data="bytes"),
     "hist_u8_24m_one_bin": lambda: _hist(24 << 20, 256, torch.uint8, data="one_bin"),
     "hist_bf16_12m": lambda: _hist(12 << 20, 256, torch.bfloat16),
     "hist_bf16_12m_one_bin": lambda: _hist(12 << 20, 256, torch.bfloat16, data="one_bin"),

@@ -1,5 +1,5 @@
 // CPU _histogram_count: counts (or weighted sums) over explicit bin edges with torch.histogram's
-// rules (edge_bin, histogram_edges.h). Each chunk of kGrain elements bins into its own
+// rules (edge_bin, edge_bins.h). Each chunk of kGrain elements bins into its own
 // private histogram; the chunks' histograms are then added in chunk order. Which elements a
 // chunk holds depends only on n, so weighted sums are bitwise reproducible at any thread count.
 #include <ATen/ATen.h>

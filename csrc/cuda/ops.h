@@ -24,7 +24,7 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor transpose_cuda(const at::Tensor& self, int64_t dim0, int64_t dim1,
                           TransposeKernels allow = {});
 
-// histogram/histc_ops.cpp: smem.histc, in the variant and shape `request` asks for.
+// histogram/histogram_ops.cpp: smem.histc, in the variant and shape `request` asks for.
 at::Tensor histc_with(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, std::optional<at::ScalarType> dtype,
                       const histogram::Request& request);

@@ -1,4 +1,4 @@
-// Weighted sums over bin edges (torch.histogram's rules, histogram_edges.h) without a warp
+// Weighted sums over bin edges (torch.histogram's rules, edge_bins.h) without a warp
 // collective or an atomic per element: each lane adds its weights into its own column of its
 // warp's copy of the bins, so the order of every add is fixed and the sums are deterministic.
 //

@@ -4,7 +4,7 @@
 //   histogram/kernels.cuh the kernels, one per layout (counters.cuh), binning with bin_map.cuh
 //   histogram/range.cuh   auto-range (min == max) on the device: no host sync
 //   tuning/histogram.h    every knob
-// Its torch side (checks, the output, registration) is histc_ops.cpp; the variants of the
+// Its torch side (checks, the output, registration) is histogram_ops.cpp; the variants of the
 // technique ladder (torch.ops.smem._histc_variant) launch here too, with their own Request:
 // ladder/histc_variants.cpp.
 #include <c10/util/Exception.h>

@@ -1,5 +1,5 @@
 // CUDA _histogram_count: counts, or weighted sums, over explicit bin edges with torch.histogram's
-// CPU rules (edge_bin, histogram_edges.h), bit for bit, and deterministic.
+// CPU rules (edge_bin, edge_bins.h), bit for bit, and deterministic.
 //
 // Every block copies the edges into shared memory once, so each element's search (binary, or
 // torch's linear interpolation plus a local search of at most 3 edges) probes shared memory.

@@ -1,6 +1,6 @@
 // The technique ladder of histc (torch.ops.smem._histc_variant, smem_ops.variants("histogram")):
 // the same exact, deterministic counts (integer atomics commute), binned five ways, naive to
-// best. Every variant runs through histc_with (histogram/histc_ops.cpp) with its own Request;
+// best. Every variant runs through histc_with (histogram/histogram_ops.cpp) with its own Request;
 // choose_shape (histogram/shape.h) gives each its counter layout.
 #include <ATen/ATen.h>
 #include <torch/library.h>

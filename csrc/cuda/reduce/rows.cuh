@@ -2,8 +2,9 @@
 // loads, then reduces through warp shuffles (and shared memory, for a block). Long rows with
 // few of them are split across `splits` blocks, whose partials one block sums in block order:
 // for float accumulators through slots (split_slots.cuh), for the others the last block to
-// finish. A full reduction is one row split across the whole GPU. Split float rows take one
-// contiguous run per block instead (reduce_row_runs_kernel).
+// finish. A full reduction is one row split across the whole GPU. Split fp32 rows take one
+// contiguous run per block instead (reduce_row_runs_kernel), where each row gets two runs or
+// more (row_run_splits, reduce.cu).
 #pragma once
 
 #include <cstdint>

@@ -23,13 +23,15 @@ constexpr int kRowBlocksPerSm = 3;
 // A split of a row gives each thread at least this many 16-byte vectors.
 constexpr int64_t kMinVectorsPerThread = 4;
 // Float rows that would be split are split into contiguous runs instead, one per block of
-// kRunThreads: one run per kRunBytes of the row, but at least kRunBlocksPerSm and at most
-// kRunMaxBlocksPerSm blocks per SM in all, rounded down to a power of two (64 MB: 1024 runs;
-// 256 MB and up: 4096 on 132 SMs). More blocks than are resident at once (3 per SM at fp32's
-// registers) measured faster than a grid of the resident blocks: the SMs pick up short runs
-// as they free, which evens out their ends. Past 32 per SM, runs of 64 KB were slower again
-// (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md). bf16 and fp16 rows keep the
-// interleaved kernel (runs: bf16 16M 0.3 us faster, 1M and fp16 slower).
+// kRunThreads, wherever that gives a row two runs or more (each thread takes at least
+// kMinVectorsPerThread vectors; shorter rows, and rows too many to split twice, keep the
+// interleaved kernel): one run per kRunBytes of the row (of each operand, for dot), but at
+// least kRunBlocksPerSm and at most kRunMaxBlocksPerSm blocks per SM in all, rounded down to a
+// power of two (64 MB: 1024 runs; 256 MB and up: 4096 on 132 SMs). More blocks than are resident at
+// once (3 per SM at fp32's registers) measured faster than a grid of the resident blocks: the SMs
+// pick up short runs as they free, which evens out their ends. Past 32 per SM, runs of 64 KB were
+// slower again (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md). bf16 and fp16 rows
+// keep the interleaved kernel (runs: bf16 16M 0.3 us faster, 1M and fp16 slower).
 constexpr int kRunThreads = 512;
 constexpr int kRunBlocksPerSm = 4;
 constexpr int kRunMaxBlocksPerSm = 32;
