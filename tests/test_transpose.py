@@ -278,6 +278,26 @@ def test_cells_every_edge(device, dtype):
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float8_e4m3fn, torch.float32, torch.int32],
+                         ids=str)
+def test_cuda_deep_cells(dtype):
+    """1- and 4-byte elements of matrices with many tiles move two cells a thread, in tiles of
+    32 x 16 cells: tiles cut by the edge on both sides, batches, the other pair of dims, and a
+    strided view whose strides keep the cells aligned."""
+    p = 8 if dtype.itemsize == 1 else 4
+    shapes = [(513 * p, 511 * p), (3, 257 * p, 513 * p)]
+    for shape in shapes:
+        x = make_any(shape, dtype, "cuda")
+        names = cuda_kernels(lambda x=x: check_transpose(x))
+        if torch.cuda.get_device_properties(0).multi_processor_count <= 200:  # 528+ deep tiles
+            assert any("transpose_cells_kernel" in n and ", 32, 16, 4>" in n for n in names), names
+    x = make_any((3, 257 * p, 513 * p), dtype, "cuda")
+    check_transpose(x, 0, 2)
+    wide = make_any((511 * p, 515 * p), dtype, "cuda")[:, p : 514 * p]
+    check_transpose(wide)
+
+
+@requires_cuda
 @pytest.mark.parametrize("variant", ["naive", "smem_unpadded", "smem_padded", "final"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.float64,
                                    torch.complex128], ids=str)

@@ -6,7 +6,8 @@
 //   a side of 2..16      16-byte vectors of each line interleaved in registers (interleave.cuh)
 //   a side <= 4          gathered, where the interleave kernel does not apply
 //   a short side <= 64   staged whole (skinny.cuh)
-//   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh)
+//   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh);
+//                        two cells a thread in deep tiles for 1- and 4-byte elements, where many
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
 //                        elements where they align, else one element per cell.
 // Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
@@ -37,8 +38,9 @@ bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_byte
          is_aligned(in, word_bytes) && g.batch_strides_multiple_of(P);
 }
 
-// Tiles of kCellsPerTile x kCellsPerTile cells of kCellWordBytes<E>-byte words (bf16: cells of
-// 8 x 8 elements, tiles of 128 x 128). Returns whether it launched.
+// Tiles of P x P-element cells of kCellWordBytes<E>-byte words (bf16: cells of 8 x 8 elements,
+// tiles of 128 x 128): deep tiles where kDeepCells<E> and the matrix has enough of them, else
+// kCellsPerTile x kCellsPerTile cells. Returns whether it launched.
 template <typename E>
 bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
   if constexpr (sizeof(E) > 8) {
@@ -47,7 +49,17 @@ bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStre
     using Word = std::conditional_t<kCellWordBytes<E> == 8, uint2, uint4>;
     constexpr int P = sizeof(Word) / sizeof(E);
     if (!cells_aligned(in, g, P, sizeof(Word))) return false;
-    launch_cells<E, Word, kCellsPerTile>(in, out, g, stream);
+    if constexpr (kDeepCells<E>) {
+      const int64_t deep_tiles = g.batches() * ceil_div(ceil_div(g.rows, P), kDeepRowCells) *
+                                 ceil_div(ceil_div(g.cols, P), kDeepColCells);
+      const bool deep =
+          static_cast<double>(deep_tiles) >= kDeepTilesPerSm * current_device_info().sm_count;
+      if (deep) {
+        launch_cells<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>(in, out, g, stream);
+        return true;
+      }
+    }
+    launch_cells<E, Word, kCellsPerTile, kCellsPerTile>(in, out, g, stream);
     return true;
   }
 }

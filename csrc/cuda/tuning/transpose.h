@@ -46,10 +46,22 @@ constexpr int kPlainTile = sizeof(E) == 4 ? 64 : 32;
 // Side, in cells, of the 4-byte packed tiles (PackedBlock) for 1- and 2-byte elements.
 constexpr int kPackedTile = 32;
 
-// Word cells (transpose_cells_kernel): tiles of kCellsPerTile x kCellsPerTile cells, a thread
-// per cell. 16-byte words for 2- to 8-byte elements; 1-byte elements take 8-byte words
-// (16-byte ones would need twice the registers, and tiles of 8 x 8 cells for the planes to fit).
+// Word cells (transpose_cells_kernel): blocks of kCellThreads threads, tiles of kCellsPerTile x
+// kCellsPerTile cells, a thread per cell. 16-byte words for 2- to 8-byte elements; 1-byte
+// elements take 8-byte words (16-byte ones would need twice the registers, and tiles of 8 x 8
+// cells for the planes to fit).
+constexpr int kCellThreads = 256;
 constexpr int kCellsPerTile = 16;
+// Deep tiles for 1- and 4-byte elements: kDeepRowCells x kDeepColCells cells, two per thread,
+// so a warp reads 512 bytes of each input line and a thread has twice the words in flight; at
+// least kDeepMinBlocks blocks resident per SM (registers on sm_90: 58 for fp32, 64 for uint8).
+// Where the matrix has kDeepTilesPerSm of them per SM or more: below that, the 16 x 16 tiles'
+// twice as many blocks fill the SMs better. (2-byte elements' planes would not fit 48 KB;
+// 8-byte elements measured no faster.)
+constexpr int kDeepRowCells = 32, kDeepColCells = 16, kDeepMinBlocks = 4;
+constexpr double kDeepTilesPerSm = 2.5;
+template <typename E>
+constexpr bool kDeepCells = sizeof(E) == 1 || sizeof(E) == 4;
 template <typename E>
 constexpr int kCellWordBytes = sizeof(E) == 1 ? 8 : 16;
 
