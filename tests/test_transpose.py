@@ -285,16 +285,17 @@ def test_cuda_deep_cells(dtype):
     32 x 16 cells: tiles cut by the edge on both sides, batches, the other pair of dims, and a
     strided view whose strides keep the cells aligned."""
     p = 8 if dtype.itemsize == 1 else 4
-    shapes = [(513 * p, 511 * p), (3, 257 * p, 513 * p)]
-    for shape in shapes:
-        x = make_any(shape, dtype, "cuda")
-        names = cuda_kernels(lambda x=x: check_transpose(x))
-        if torch.cuda.get_device_properties(0).multi_processor_count <= 200:  # 528+ deep tiles
-            assert any("transpose_cells_kernel" in n and ", 32, 16, 4>" in n for n in names), names
-    x = make_any((3, 257 * p, 513 * p), dtype, "cuda")
-    check_transpose(x, 0, 2)
+    batched = make_any((3, 257 * p, 513 * p), dtype, "cuda")
     wide = make_any((511 * p, 515 * p), dtype, "cuda")[:, p : 514 * p]
-    check_transpose(wide)
+    names = []
+    for x in [make_any((513 * p, 511 * p), dtype, "cuda"), batched, wide]:
+        names.append(cuda_kernels(lambda x=x: check_transpose(x)))
+    check_transpose(batched, 0, 2)
+    if not any(names):
+        pytest.skip("no kernel names from the profiler (CUPTI is taken, e.g. by compute-sanitizer)")
+    if torch.cuda.get_device_properties(0).multi_processor_count <= 200:  # 528+ deep tiles each
+        for launched in names:
+            assert any("transpose_cells_kernel" in n and ", 32, 16, 4>" in n for n in launched), launched
 
 
 @requires_cuda
