@@ -15,8 +15,8 @@ namespace smem::cuda::transpose {
 // Word cells: a cell is P x P elements, P = sizeof(Word) / sizeof(E), read as P words (word j
 // = rows r0..r0+P-1 of input line c0+j), transposed in registers, and written as P words (word
 // i = columns c0..c0+P-1 of output row r0+i), so every global access is a whole word (16 or 8
-// bytes). A block of kThreads takes a tile of kRowCells x kColCells cells, kRowCells *
-// kColCells / kThreads cells per thread, all of a thread's words loaded before any is stored.
+// bytes). A block of kCellThreads takes a tile of kRowCells x kColCells cells, kRowCells *
+// kColCells / kCellThreads cells per thread, all of a thread's words loaded before any is stored.
 // Reading, a warp's lanes take consecutive row cells of an input line (kRowCells words of it);
 // writing, consecutive col cells of an output row (kColCells words). Shared memory holds P
 // planes (one per output row of a cell) padded by one word: the write phase reads down a plane

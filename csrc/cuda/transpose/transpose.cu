@@ -7,7 +7,8 @@
 //   a side <= 4          gathered, where the interleave kernel does not apply
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh);
-//                        two cells a thread in deep tiles for 1- and 4-byte elements, where many
+//                        two cells a thread in deep tiles for 1- and 4-byte elements of a
+//                        matrix with enough tiles, on SMs that hold 4 of their blocks
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
 //                        elements where they align, else one element per cell.
 // Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
@@ -39,8 +40,9 @@ bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_byte
 }
 
 // Tiles of P x P-element cells of kCellWordBytes<E>-byte words (bf16: cells of 8 x 8 elements,
-// tiles of 128 x 128): deep tiles where kDeepCells<E> and the matrix has enough of them, else
-// kCellsPerTile x kCellsPerTile cells. Returns whether it launched.
+// tiles of 128 x 128): deep tiles where kDeepCells<E>, the matrix has enough of them and an SM
+// holds kDeepMinBlocks of their blocks (sm_80, sm_90, sm_100; not the SMs of 100 KB or less of
+// shared memory), else kCellsPerTile x kCellsPerTile cells. Returns whether it launched.
 template <typename E>
 bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
   if constexpr (sizeof(E) > 8) {
@@ -50,16 +52,19 @@ bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStre
     constexpr int P = sizeof(Word) / sizeof(E);
     if (!cells_aligned(in, g, P, sizeof(Word))) return false;
     if constexpr (kDeepCells<E>) {
+      auto* deep_kernel =
+          transpose_cells_kernel<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>;
       const int64_t deep_tiles = g.batches() * ceil_div(ceil_div(g.rows, P), kDeepRowCells) *
                                  ceil_div(ceil_div(g.cols, P), kDeepColCells);
       const bool deep =
-          static_cast<double>(deep_tiles) >= kDeepTilesPerSm * current_device_info().sm_count;
+          static_cast<double>(deep_tiles) >= kDeepTilesPerSm * current_device_info().sm_count &&
+          resident_blocks_per_sm(deep_kernel, kCellThreads) >= kDeepMinBlocks;
       if (deep) {
         launch_cells<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>(in, out, g, stream);
         return true;
       }
     }
-    launch_cells<E, Word, kCellsPerTile, kCellsPerTile>(in, out, g, stream);
+    launch_cells<E, Word, kCellsPerTile, kCellsPerTile, kCellsMinBlocks<E>>(in, out, g, stream);
     return true;
   }
 }

@@ -52,9 +52,15 @@ constexpr int kPackedTile = 32;
 // cells for the planes to fit).
 constexpr int kCellThreads = 256;
 constexpr int kCellsPerTile = 16;
+// Resident 16 x 16-tile blocks per SM at least (__launch_bounds__; 0: no bound): 6 for 1-byte
+// elements, the 40 registers they fit without spilling (unbounded, ptxas took 48 since the
+// kernel's rectangular-tile form, 2e32797: 5 blocks).
+template <typename E>
+constexpr int kCellsMinBlocks = sizeof(E) == 1 ? 6 : 0;
 // Deep tiles for 1- and 4-byte elements: kDeepRowCells x kDeepColCells cells, two per thread,
-// so a warp reads 512 bytes of each input line and a thread has twice the words in flight; at
-// least kDeepMinBlocks blocks resident per SM (registers on sm_90: 58 for fp32, 64 for uint8).
+// so a warp reads 32 words of each input line (512 bytes for fp32, 256 for uint8) and a thread
+// has twice the words in flight; at least kDeepMinBlocks blocks resident per SM (registers on
+// sm_90: 58 for fp32, 64 for uint8), and only where an SM holds that many (33 KB of planes each).
 // Where the matrix has kDeepTilesPerSm of them per SM or more: below that, the 16 x 16 tiles'
 // twice as many blocks fill the SMs better. (2-byte elements' planes would not fit 48 KB;
 // 8-byte elements measured no faster.)
