@@ -107,14 +107,20 @@ transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
   }
 }
 
+// The tiles of kRowCells x kColCells cells (of P x P elements) that cover g, in walk order.
+template <typename E, typename Word, int kRowCells, int kColCells>
+TileWalk cell_tiles(const TransposeGeometry& g) {
+  constexpr int P = sizeof(Word) / sizeof(E);
+  const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);  // in cells
+  return TileWalk::of(g, ceil_div(rows, kRowCells), ceil_div(cols, kColCells));
+}
+
 // One block per tile. An output larger than the L2 is written evict-first: it can't stay
 // cached for its reader anyway, and its lines then make room for each other rather than push
 // out the input's.
 template <typename E, typename Word, int kRowCells, int kColCells, int kMinBlocks = 0>
 void launch_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
-  constexpr int P = sizeof(Word) / sizeof(E);
-  const int64_t rows = ceil_div(g.rows, P), cols = ceil_div(g.cols, P);  // in cells
-  const TileWalk walk = TileWalk::of(g, ceil_div(rows, kRowCells), ceil_div(cols, kColCells));
+  const TileWalk walk = cell_tiles<E, Word, kRowCells, kColCells>(g);
   const bool stream_out =
       g.batches() * g.rows * g.cols * int64_t(sizeof(E)) > current_device_info().l2_bytes;
   transpose_cells_kernel<E, Word, kRowCells, kColCells, kMinBlocks>

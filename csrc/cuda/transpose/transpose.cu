@@ -54,8 +54,7 @@ bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStre
     if constexpr (kDeepCells<E>) {
       auto* deep_kernel =
           transpose_cells_kernel<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>;
-      const int64_t deep_tiles = g.batches() * ceil_div(ceil_div(g.rows, P), kDeepRowCells) *
-                                 ceil_div(ceil_div(g.cols, P), kDeepColCells);
+      const int64_t deep_tiles = cell_tiles<E, Word, kDeepRowCells, kDeepColCells>(g).total;
       const bool deep =
           static_cast<double>(deep_tiles) >= kDeepTilesPerSm * current_device_info().sm_count &&
           resident_blocks_per_sm(deep_kernel, kCellThreads) >= kDeepMinBlocks;
