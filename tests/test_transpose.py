@@ -36,13 +36,15 @@ def same_bits(a, b):
 def check_transpose(x, dim0=-2, dim1=-1):
     """smem_ops.transpose(x, dim0, dim1) against torch, bit for bit; on CUDA also what is behind
     the kernels that need no tile, on the same geometry: without the interleave kernel (short
-    sides then gather or are staged) and without either (tiles, cells, skinny). Inputs this small
-    or short-sided take those kernels, which would leave the others untested there."""
+    sides then gather or are staged), without either (tiles, cells, skinny), and that with the
+    word-cell kernels on 3 blocks, each striding over many tiles (the loop of paired tiles, which
+    otherwise needs a matrix of 2 resident waves of tiles). Inputs this small or short-sided take
+    the no-tile kernels, which would leave the others untested there."""
     want = x.transpose(dim0, dim1)
     same_bits(smem_ops.transpose(x, dim0, dim1), want)
     if x.is_cuda:
         # the variants transpose their input's last two dims back: the same geometry as want's
-        for variant in ("final:gather", "final:staged"):
+        for variant in ("final:gather", "final:staged", "final:few_blocks"):
             same_bits(torch.ops.smem._transpose_variant(want.transpose(-2, -1), variant), want)
 
 

@@ -54,8 +54,9 @@ constexpr const char* kVariantNames[] = {
     // final: what smem.transpose runs (transpose/transpose.cu): whole 8- or 16-byte words per
     // access, short sides interleaved in registers, skinny matrices staged whole, a plain copy
     // where no element moves, tiny or short-sided inputs gathered without a tile. Not listed:
-    // "final:gather" (no interleave) and "final:staged" (no interleave, no gather). Costs: the
-    // most code and a decision per launch.
+    // "final:gather" (no interleave), "final:staged" (no interleave, no gather) and
+    // "final:few_blocks" (staged, the word cells on 3 blocks). Costs: the most code and a
+    // decision per launch.
     "final",
 };
 static_assert(std::size(kVariantNames) == static_cast<size_t>(Variant::kFinal) + 1);

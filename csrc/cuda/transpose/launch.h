@@ -15,6 +15,9 @@ namespace smem::cuda {
 struct TransposeKernels {
   bool interleave = true;  // a short side in registers (transpose/interleave.cuh)
   bool gather = true;      // tiny or short-sided inputs, an element per thread (gather.cuh)
+  // > 0: the word-cell kernels run on at most this many blocks, each striding over many tiles
+  // (the ladder's "final:few_blocks", so that tests reach that loop on small inputs)
+  int64_t cells_blocks = 0;
 };
 
 // transpose.cu: smem.transpose, the copy `g` describes from `in` to `out`, of elements of

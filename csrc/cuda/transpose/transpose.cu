@@ -8,7 +8,9 @@
 //   a short side <= 64   staged whole (skinny.cuh)
 //   aligned layouts      P x P cells of 8- or 16-byte words, transposed in registers (cells.cuh);
 //                        two cells a thread in deep tiles for 1- and 4-byte elements of a
-//                        matrix with enough tiles, on SMs that hold 4 of their blocks
+//                        matrix with enough tiles, on SMs that hold 4 of their blocks; two
+//                        tiles a block, the second's loads under the first's stores, for
+//                        elements of up to 4 bytes in matrices of up to 2 L2 sizes
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
 //                        elements where they align, else one element per cell.
 // Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
@@ -44,7 +46,8 @@ bool cells_aligned(const E* in, const TransposeGeometry& g, int P, int word_byte
 // holds kDeepMinBlocks of their blocks (sm_80, sm_90, sm_100; not the SMs of 100 KB or less of
 // shared memory), else kCellsPerTile x kCellsPerTile cells. Returns whether it launched.
 template <typename E>
-bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStream_t stream) {
+bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, int64_t max_blocks,
+                       cudaStream_t stream) {
   if constexpr (sizeof(E) > 8) {
     return false;  // 16-byte elements: one per cell (PlainBlock tiles)
   } else {
@@ -59,11 +62,13 @@ bool launch_word_cells(const E* in, E* out, const TransposeGeometry& g, cudaStre
           static_cast<double>(deep_tiles) >= kDeepTilesPerSm * current_device_info().sm_count &&
           resident_blocks_per_sm(deep_kernel, kCellThreads) >= kDeepMinBlocks;
       if (deep) {
-        launch_cells<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>(in, out, g, stream);
+        launch_cells<E, Word, kDeepRowCells, kDeepColCells, kDeepMinBlocks>(in, out, g, max_blocks,
+                                                                            stream);
         return true;
       }
     }
-    launch_cells<E, Word, kCellsPerTile, kCellsPerTile, kCellsMinBlocks<E>>(in, out, g, stream);
+    launch_cells<E, Word, kCellsPerTile, kCellsPerTile, kCellsMinBlocks<E>>(in, out, g, max_blocks,
+                                                                            stream);
     return true;
   }
 }
@@ -120,7 +125,7 @@ void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
     // done: a short side the interleave kernel does not take, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
-  } else if (launch_word_cells(in, out, g, stream)) {
+  } else if (launch_word_cells(in, out, g, allow.cells_blocks, stream)) {
     // done: words of 8 or 16 bytes (elements of up to 8 bytes, where the layout allows)
   } else if constexpr (sizeof(E) <= 2) {
     // 4-byte packed words; then elements.

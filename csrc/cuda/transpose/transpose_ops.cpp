@@ -34,6 +34,11 @@ at::Tensor transpose_variant_cuda(const at::Tensor& self, c10::string_view name)
     return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/true});
   if (name == "final:staged")
     return transpose_cuda(self, -2, -1, TransposeKernels{/*interleave=*/false, /*gather=*/false});
+  // ... and with the word-cell kernels on 3 blocks, so that each strides over many tiles
+  if (name == "final:few_blocks")
+    return transpose_cuda(self, -2, -1,
+                          TransposeKernels{/*interleave=*/false, /*gather=*/false,
+                                           /*cells_blocks=*/3});
   const std::vector<std::string> names = transpose_variants();
   for (int v = 0; v < static_cast<int>(names.size()); ++v) {
     if (name != names[v]) continue;
