@@ -38,8 +38,8 @@ def check_transpose(x, dim0=-2, dim1=-1):
     the kernels that need no tile, on the same geometry: without the interleave kernel (short
     sides then gather or are staged), without either (tiles, cells, skinny), and that with the
     word-cell kernels on 3 blocks, each striding over many tiles (the loop of paired tiles, which
-    otherwise needs a matrix of 2 resident waves of tiles). Inputs this small or short-sided take
-    the no-tile kernels, which would leave the others untested there."""
+    otherwise needs more tiles than a resident wave). Inputs this small or short-sided take the
+    no-tile kernels, which would leave the others untested there."""
     want = x.transpose(dim0, dim1)
     same_bits(smem_ops.transpose(x, dim0, dim1), want)
     if x.is_cuda:
@@ -262,6 +262,24 @@ def test_cuda_over_2_31_elements():
     torch.cuda.empty_cache()
 
 
+@requires_cuda
+@pytest.mark.slow
+def test_cuda_cells_over_2_31_elements():
+    """(2^16 + 8) x (2^15 + 8) uint8: aligned to 8-byte words, so the word-cell kernel (deep
+    tiles) moves it, with one block per tile and with 3 blocks striding over all of them."""
+    x = torch.empty(2**16 + 8, 2**15 + 8, dtype=torch.uint8, device="cuda")
+    x.view(-1)[:] = torch.arange(x.numel(), device="cuda", dtype=torch.int64).remainder_(251).to(torch.uint8)
+    out = smem_ops.transpose(x)
+    assert out.shape == (2**15 + 8, 2**16 + 8)
+    for r, c in [(0, 0), (2**16 + 7, 2**15 + 7), (12345, 2**15 - 7), (2**16, 1)]:
+        assert out[c, r].item() == x[r, c].item()
+    assert torch.equal(out[-3:], x[:, -3:].t()) and torch.equal(out[:3], x[:, :3].t())
+    few = torch.ops.smem._transpose_variant(x, "final:few_blocks")
+    assert torch.equal(few, out)
+    del x, out, few
+    torch.cuda.empty_cache()
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.float16, torch.bfloat16,
                                    torch.float32, torch.int64], ids=str)
@@ -300,6 +318,19 @@ def test_cuda_deep_cells(dtype):
         for x in inputs:
             launched = cuda_kernels(lambda x=x: smem_ops.transpose(x))
             assert any("transpose_cells_kernel" in n and ", 32, 16, 4>" in n for n in launched), launched
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64], ids=str)
+def test_cuda_few_blocks_take_the_cells(dtype):
+    """final:few_blocks runs the word-cell kernel (so check_transpose's third variant tests its
+    loop over many tiles a block, not final:staged again). Sides past the skinny kernel's 64, in
+    multiples of every cell side (8 elements at most)."""
+    for shape in [(264, 136), (3, 320, 192), (1200, 1040)]:
+        x = make_any(shape, dtype, "cuda")
+        run = lambda x=x: torch.ops.smem._transpose_variant(x, "final:few_blocks")
+        same_bits(run(), x.transpose(-2, -1))
+        assert any("transpose_cells_kernel" in n for n in cuda_kernels(run))
 
 
 @requires_cuda

@@ -23,10 +23,10 @@ namespace smem::cuda::transpose {
 // planes (one per output row of a cell) padded by one word: the write phase reads down a plane
 // column, kRowCells + 1 words apart, which lands the lanes of each wavefront on distinct banks.
 // Needs cells_aligned(); cells cut by the matrix edge move element by element.
-// A block strides over tiles (launch_cells gives it one, two, or, in tests, many): it issues the
-// loads of its next tile before the stores of the current one, so where it has two its reads
-// and writes overlap instead of taking turns. kMinBlocks: resident blocks per SM at least, 0
-// for no bound.
+// A block strides over tiles (launch_cells gives it one or two; tests, or grids past 2^31 - 1
+// tiles, many): it issues the loads of its next tile before the stores of the current one, so
+// where it has two its reads and writes overlap instead of taking turns. kMinBlocks: resident
+// blocks per SM at least, 0 for no bound.
 template <typename E, typename Word, int kRowCells, int kColCells, int kMinBlocks>
 __global__ void __launch_bounds__(kCellThreads, kMinBlocks)
 transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
@@ -64,7 +64,7 @@ transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
     x.cols = static_cast<int>(std::min<int64_t>(g.cols - c0, kTileCols));
     return x;
   };
-  E v[kPerThread][P][P];  // v[k][j][i] = element (r0 + i, c0(k) + j) of the tile being read
+  E v[kPerThread][P][P];  // v[k][j][i]: row r + i of line c + j of the tile read (r, c: load())
   auto load = [&](const Tile& x) {
     const int r = in_fast * P;
 #pragma unroll
@@ -122,8 +122,7 @@ transpose_cells_kernel(const E* __restrict__ in, E* __restrict__ out, const Tran
       }
     }
   };
-  // A block strides over the tiles; the loads of its next tile are issued before the stores of
-  // the current one, so that a block's reads and writes overlap where it owns several tiles.
+  // the next tile's loads go out before this tile's stores
   int64_t t = blockIdx.x;
   if (t >= walk.total) return;
   Tile tile = tile_at(t);

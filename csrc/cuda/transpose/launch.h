@@ -10,14 +10,13 @@
 
 namespace smem::cuda {
 
-// The kernels that need no tile, each of which launch_transpose may take where it applies; the
-// ladder's "final:gather" and "final:staged" turn them off, so that tests reach what is behind.
+// What launch_transpose may take: each kernel that needs no tile where it applies (the ladder's
+// "final:gather" and "final:staged" turn them off, so that tests reach what is behind), and the
+// word-cell kernels' grid (tests cap it, so that each block strides over many tiles).
 struct TransposeKernels {
-  bool interleave = true;  // a short side in registers (transpose/interleave.cuh)
-  bool gather = true;      // tiny or short-sided inputs, an element per thread (gather.cuh)
-  // > 0: the word-cell kernels run on at most this many blocks, each striding over many tiles
-  // (the ladder's "final:few_blocks", so that tests reach that loop on small inputs)
-  int64_t cells_blocks = 0;
+  bool interleave = true;        // a short side in registers (transpose/interleave.cuh)
+  bool gather = true;            // tiny or short-sided inputs, an element per thread (gather.cuh)
+  int64_t cells_max_blocks = 0;  // > 0: the word-cell kernels on at most this many blocks
 };
 
 // transpose.cu: smem.transpose, the copy `g` describes from `in` to `out`, of elements of

@@ -10,7 +10,7 @@
 //                        two cells a thread in deep tiles for 1- and 4-byte elements of a
 //                        matrix with enough tiles, on SMs that hold 4 of their blocks; two
 //                        tiles a block, the second's loads under the first's stores, for
-//                        elements of up to 4 bytes in matrices of up to 2 L2 sizes
+//                        2- and 4-byte elements in matrices of up to 2 L2 sizes
 //   otherwise            element tiles (tile.cuh): 4-byte packed cells for 1- and 2-byte
 //                        elements where they align, else one element per cell.
 // Knobs: tuning/transpose.h. The technique ladder (naive, unpadded and padded tiles, final):
@@ -125,7 +125,7 @@ void launch_typed(const void* in_ptr, void* out_ptr, const TransposeGeometry& g,
     // done: a short side the interleave kernel does not take, no tile
   } else if (launch_skinny(in, out, g, stream)) {
     // done: a short side, staged whole
-  } else if (launch_word_cells(in, out, g, allow.cells_blocks, stream)) {
+  } else if (launch_word_cells(in, out, g, allow.cells_max_blocks, stream)) {
     // done: words of 8 or 16 bytes (elements of up to 8 bytes, where the layout allows)
   } else if constexpr (sizeof(E) <= 2) {
     // 4-byte packed words; then elements.

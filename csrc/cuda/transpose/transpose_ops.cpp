@@ -38,7 +38,7 @@ at::Tensor transpose_variant_cuda(const at::Tensor& self, c10::string_view name)
   if (name == "final:few_blocks")
     return transpose_cuda(self, -2, -1,
                           TransposeKernels{/*interleave=*/false, /*gather=*/false,
-                                           /*cells_blocks=*/3});
+                                           /*cells_max_blocks=*/3});
   const std::vector<std::string> names = transpose_variants();
   for (int v = 0; v < static_cast<int>(names.size()); ++v) {
     if (name != names[v]) continue;

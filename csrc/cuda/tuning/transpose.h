@@ -71,14 +71,15 @@ constexpr bool kDeepCells = sizeof(E) == 1 || sizeof(E) == 4;
 template <typename E>
 constexpr int kCellWordBytes = sizeof(E) == 1 ? 8 : 16;
 // Word-cell tiles in pairs: a block takes two tiles (but the grid stays at least one resident
-// wave), and loads its second tile while it stores its first, for elements of up to
-// kPairedMaxElementBytes bytes in matrices of at most kPairedMaxL2Sizes L2 sizes (input bytes).
-// Measured on sm_90: 32 MB fp32 and bf16 matrices 5-7% faster, 64 MB ones 1-2%; the 128-256 MB
-// ones and fp64 at every size 1% slower, so they keep a block per tile.
-constexpr int kPairedMaxElementBytes = 4;
+// wave), and loads its second tile while it stores its first, for 2- and 4-byte elements in
+// matrices of at most kPairedMaxL2Sizes L2 sizes (input bytes). Measured on sm_90 (50 MB of L2):
+// 32 MB fp32 and bf16 matrices 5-7% faster, 64 MB ones 1-2%; the 128-256 MB ones and fp64 at
+// every size 1% slower, so they keep a block per tile, as do 1-byte elements (their 16-100 MB
+// matrices were not measured). The kernel holds a next tile's words whatever its grid: fp64's
+// 16 x 16 tiles take 44 registers instead of 32, measured even with a block per tile.
 constexpr int64_t kPairedMaxL2Sizes = 2;
 inline bool paired_tiles(int64_t element_bytes, int64_t bytes, int64_t l2_bytes) {
-  return element_bytes <= kPairedMaxElementBytes && bytes <= kPairedMaxL2Sizes * l2_bytes;
+  return (element_bytes == 2 || element_bytes == 4) && bytes <= kPairedMaxL2Sizes * l2_bytes;
 }
 
 // Skinny matrices (transpose_skinny_kernel): a short side of at most kSkinnyMax, staged whole,
