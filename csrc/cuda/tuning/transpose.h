@@ -53,8 +53,7 @@ constexpr int kPackedTile = 32;
 constexpr int kCellThreads = 256;
 constexpr int kCellsPerTile = 16;
 // Resident 16 x 16-tile blocks per SM at least (__launch_bounds__; 0: no bound): 6 for 1-byte
-// elements, the 40 registers they fit without spilling (unbounded, ptxas took 48 since the
-// kernel's rectangular-tile form, 2e32797: 5 blocks).
+// elements, the 40 registers they fit without spilling (unbounded, ptxas takes 48: 5 blocks).
 template <typename E>
 constexpr int kCellsMinBlocks = sizeof(E) == 1 ? 6 : 0;
 // Deep tiles for 1- and 4-byte elements: kDeepRowCells x kDeepColCells cells, two per thread,
@@ -72,11 +71,10 @@ template <typename E>
 constexpr int kCellWordBytes = sizeof(E) == 1 ? 8 : 16;
 // Word-cell tiles in pairs: a block takes two tiles (but the grid stays at least one resident
 // wave), and loads its second tile while it stores its first, for 2- and 4-byte elements in
-// matrices of at most kPairedMaxL2Sizes L2 sizes (input bytes). Measured on sm_90 (50 MB of L2):
-// 32 MB fp32 and bf16 matrices 5-7% faster, 64 MB ones 1-2%; the 128-256 MB ones and fp64 at
-// every size 1% slower, so they keep a block per tile, as do 1-byte elements (their 16-100 MB
-// matrices were not measured). The kernel holds a next tile's words whatever its grid: fp64's
-// 16 x 16 tiles take 44 registers instead of 32, measured even with a block per tile.
+// matrices of at most kPairedMaxL2Sizes L2 sizes (input bytes), where that was faster on sm_90
+// (50 MB of L2). Larger matrices and 8-byte elements measured slower paired; 1-byte elements
+// were not measured where the rule would pair them. The kernel holds a next tile's words
+// whatever its grid, so the tiles that never pair pay those registers too.
 constexpr int64_t kPairedMaxL2Sizes = 2;
 inline bool paired_tiles(int64_t element_bytes, int64_t bytes, int64_t l2_bytes) {
   return (element_bytes == 2 || element_bytes == 4) && bytes <= kPairedMaxL2Sizes * l2_bytes;
