@@ -170,9 +170,8 @@ void launch_cells(const E* in, E* out, const TransposeGeometry& g, int64_t max_b
     blocks = std::min(blocks, max_blocks);
   } else if (paired_tiles(sizeof(E), bytes, device.l2_bytes)) {
     // two tiles a block, but no fewer blocks than the SMs hold at once
-    const int64_t resident =
-        int64_t(resident_blocks_per_sm(kernel, kCellThreads)) * device.sm_count;
-    blocks = std::min(walk.total, std::max(resident, ceil_div(walk.total, 2)));
+    const int64_t resident = resident_grid(kernel, kCellThreads, 0, walk.total, 1);
+    blocks = std::max(resident, ceil_div(walk.total, 2));
   }
   kernel<<<block_per_item(blocks), kCellThreads, 0, stream>>>(in, out, g, walk, stream_out);
 }
