@@ -142,22 +142,36 @@ at::Tensor transpose_autograd(const at::Tensor& self, int64_t dim0, int64_t dim1
 }
 
 // A histogram is a count: a float result joins the graph only to say so when backward reaches it.
-struct HistcBackward : OpNode<HistcBackward, 1> {
-  static constexpr const char* kName = "SmemHistcBackward";
+template <const char* kOp, const char* kNodeName>
+struct CountBackward : OpNode<CountBackward<kOp, kNodeName>, 1> {
+  static constexpr const char* kName = kNodeName;
   auto fields() { return std::tie(); }
 
   static variable_list backward(variable_list, std::array<bool, 1>) {
-    TORCH_CHECK(false, "smem.histc is not differentiable: its output is a count");
+    TORCH_CHECK(false, kOp, " is not differentiable: its output is a count");
     return {};
   }
 };
+inline constexpr char kHistcName[] = "smem.histc", kHistcNode[] = "SmemHistcBackward";
+inline constexpr char kBatchedHistcName[] = "smem.batched_histc",
+                      kBatchedHistcNode[] = "SmemBatchedHistcBackward";
 
 at::Tensor histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo,
                           const at::Scalar& hi, std::optional<at::ScalarType> dtype) {
-  refuse_forward_ad("smem.histc", self);
+  refuse_forward_ad(kHistcName, self);
   at::Tensor out = call_below(histc_op(), self, bins, lo, hi, dtype);
   if (!builds_graph(self)) return out;
-  return attach(std::move(out), make_node<HistcBackward>(), self);
+  return attach(std::move(out), make_node<CountBackward<kHistcName, kHistcNode>>(), self);
+}
+
+at::Tensor batched_histc_autograd(const at::Tensor& self, int64_t bins, const at::Scalar& lo,
+                                  const at::Scalar& hi, int64_t dim,
+                                  std::optional<at::ScalarType> dtype) {
+  refuse_forward_ad(kBatchedHistcName, self);
+  at::Tensor out = call_below(batched_histc_op(), self, bins, lo, hi, dim, dtype);
+  if (!builds_graph(self)) return out;
+  return attach(std::move(out), make_node<CountBackward<kBatchedHistcName, kBatchedHistcNode>>(),
+                self);
 }
 
 }  // namespace
@@ -169,4 +183,5 @@ TORCH_LIBRARY_IMPL(smem, Autograd, m) {
   m.impl("dot", &smem::dot_autograd);
   m.impl("transpose", &smem::transpose_autograd);
   m.impl("histc", &smem::histc_autograd);
+  m.impl("batched_histc", &smem::batched_histc_autograd);
 }

@@ -174,6 +174,19 @@ def test_export(device):
     assert torch.equal(ep.module()(x), _Model()(x))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_not_differentiable(device):
+    # a float count joins the graph only to refuse backward (autograd's fallback would warn and
+    # leave the input's grad None); an int64 count stays out of it
+    x = torch.rand(4, 10, device=device, requires_grad=True)
+    assert not smem_ops.batched_histc(x, 5, 0, 1, dtype=torch.int64).requires_grad
+    counts = smem_ops.batched_histc(x, 5, 0, 1)
+    assert counts.grad_fn.name() == "SmemBatchedHistcBackward"
+    with pytest.raises(RuntimeError, match="smem.batched_histc is not differentiable"):
+        counts.sum().backward()
+    assert x.grad is None
+
+
 # ----------------------------------------------------------------------------- errors
 
 def _error_cases(device):
@@ -194,6 +207,8 @@ def _error_cases(device):
          op + "range of [0, inf] is not finite"),
         ("nan", lambda: smem_ops.batched_histc(f(2, 3), 10, float("nan"), 1.5), ValueError,
          op + "range of [nan, 1.5] is not finite"),
+        ("bound past fp16", lambda: smem_ops.batched_histc(f(2, 3).half(), 10, 0, 65505),
+         ValueError, op + "range of [0, 65505] overflows the input dtype torch.float16"),
         ("bool", lambda: smem_ops.batched_histc(f(2, 3) > 0), TypeError,
          op + "input dtype torch.bool is not supported (expected a floating point or integer "
          "dtype other than bool)"),
