@@ -6,6 +6,7 @@
 #include <c10/core/Scalar.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "histc_bins.h"
@@ -23,6 +24,19 @@ inline double histc_cast_bound(double v, at::ScalarType t) {
   }
 }
 
+// Whether both bounds fit the input dtype they are cast to (torch raises where they don't: past
+// its range a bound would become +-inf, and the histogram count nothing or everything).
+inline bool histc_range_fits(double lo, double hi, at::ScalarType t) {
+  double most;
+  switch (t) {
+    case at::kHalf: most = std::numeric_limits<c10::Half>::max(); break;
+    case at::kBFloat16: most = std::numeric_limits<c10::BFloat16>::max(); break;
+    case at::kFloat: most = std::numeric_limits<float>::max(); break;
+    default: return true;  // float64 and integers keep the bound as a double
+  }
+  return std::abs(lo) <= most && std::abs(hi) <= most;
+}
+
 inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                             const at::Scalar& max, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK_TYPE(histc_input_supported(self.scalar_type()), "smem.histc: input dtype ",
@@ -35,6 +49,8 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
                     "] is not finite");
   TORCH_CHECK_VALUE(lo <= hi, "smem.histc: max must be larger than min, but got min=", lo,
                     " and max=", hi);
+  TORCH_CHECK_VALUE(histc_range_fits(lo, hi, self.scalar_type()), "smem.histc: range of [", lo,
+                    ", ", hi, "] overflows the input dtype ", dtype_name(self.scalar_type()));
   HistcPlan plan;
   plan.bins = bins;
   plan.lo = histc_cast_bound(lo, self.scalar_type());

@@ -82,6 +82,8 @@ inline BatchedHistcPlan plan_batched_histc(const at::Tensor& self, int64_t bins,
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
                     "] is not finite");
   TORCH_CHECK_VALUE(lo <= hi, op, "max must be larger than min, but got min=", lo, " and max=", hi);
+  TORCH_CHECK_VALUE(histc_range_fits(lo, hi, self.scalar_type()), op, "range of [", lo, ", ", hi,
+                    "] overflows the input dtype ", dtype_name(self.scalar_type()));
   if (dtype)
     TORCH_CHECK_TYPE(histc_input_supported(*dtype), op, "dtype= ", dtype_name(*dtype),
                      " is not supported (expected a floating point or integer dtype)");

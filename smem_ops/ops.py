@@ -260,6 +260,11 @@ def _transpose_dims(x: Tensor, dim0: int, dim1: int) -> tuple[int, int]:
     return dim0 % n, dim1 % n
 
 
+# Input dtypes a histc bound is cast to (torch raises where it would not fit; float64 and integer
+# inputs keep the bound as a double).
+_HISTC_CAST_BOUNDS = (torch.float16, torch.bfloat16, torch.float32)
+
+
 def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
                      dtype: torch.dtype | None, op: str = "smem.histc") -> torch.dtype:
     """histc's checks (batched_histc shares them, under its own name) and its output dtype."""
@@ -274,6 +279,9 @@ def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
     if lo > hi:
         raise ValueError(f"{op}: max must be larger than min, but got min={_fmt(lo)} and "
                          f"max={_fmt(hi)}")
+    if x.dtype in _HISTC_CAST_BOUNDS and max(abs(lo), abs(hi)) > torch.finfo(x.dtype).max:
+        raise ValueError(f"{op}: range of [{_fmt(lo)}, {_fmt(hi)}] overflows the input dtype "
+                         f"{x.dtype}")
     if dtype is not None:
         if dtype not in _HISTC_DTYPES:
             raise TypeError(f"{op}: dtype= {dtype} is not supported (expected a floating "

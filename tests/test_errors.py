@@ -46,6 +46,12 @@ def _cases(device, grad=False):
          "smem.histc: range of [0, inf] is not finite"),
         ("histc nan", lambda: smem_ops.histc(f(5), 10, float("nan"), 1.5), ValueError,
          "smem.histc: range of [nan, 1.5] is not finite"),
+        ("histc bound past fp16", lambda: smem_ops.histc(f(5).half(), 10, 0, 1e5), ValueError,
+         "smem.histc: range of [0, 100000] overflows the input dtype torch.float16"),
+        ("histc bound past bf16", lambda: smem_ops.histc(f(5).bfloat16(), 10, -1e39, 0), ValueError,
+         "smem.histc: range of [-1e+39, 0] overflows the input dtype torch.bfloat16"),
+        ("histc bound past fp32", lambda: smem_ops.histc(f(5), 10, 0, 1e39), ValueError,
+         "smem.histc: range of [0, 1e+39] overflows the input dtype torch.float32"),
         ("histc bool", lambda: smem_ops.histc(f(5) > 0), TypeError,
          ("smem.histc: input dtype torch.bool is not supported (expected a floating point or "
          "integer dtype other than bool)")),

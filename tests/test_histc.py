@@ -201,6 +201,17 @@ def test_deterministic_mode(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_fp16_bounds_at_the_dtype_limit(device):
+    # fp16's largest finite value is a bound it keeps (one past it raises: test_errors); fp16 is
+    # binned in fp32, where that range is far from overflow
+    most = torch.finfo(torch.float16).max
+    x = torch.tensor([100.0, 30000.0, 60000.0, -65504.0], dtype=torch.float16, device=device)
+    want = torch.histc(x.double().cpu(), 5, -most, most).to(torch.int64)
+    assert torch.equal(smem_ops.histc(x, 5, -most, most, dtype=torch.int64).cpu(), want)
+    assert want.tolist() == [1, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_not_differentiable(device):
     x = torch.randn(100, device=device, requires_grad=True)
     out = smem_ops.histc(x, 10, -1, 1)
