@@ -49,7 +49,6 @@ CPU_MIN_NUMEL = 1 << 16
 CUDA_TORCH_INT32_NUMEL = (1 << 12, 1 << 13)  # (above, up to and including)
 CUDA_TORCH_INT32_MIN_BINS = 64
 _HISTOGRAM_OPS = ("histogram.bin_ct", "histogram.bins_tensor")
-_FLOAT32_MAX = 3.4028234663852886e38
 # integer binning is exact in float64 while (hi - lo) * bins stays below 2^53
 _EXACT_INT_SPAN = 2.0**53
 
@@ -146,8 +145,8 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
     if x.dtype.is_floating_point:
         lo, hi = float(lo), float(hi)
         if x.dtype in (torch.float32, torch.float16, torch.bfloat16):
-            if abs(lo) > _FLOAT32_MAX or abs(hi) > _FLOAT32_MAX:
-                return None
+            if max(abs(lo), abs(hi)) > torch.finfo(x.dtype).max:
+                return None  # torch raises: the bound does not fit the input dtype
             cast = _as_float32(lo), _as_float32(hi)
             # torch's CPU kernel compares the bounds before rounding them to float32
             if not x.is_cuda and cast[0] == cast[1] and lo != hi:
@@ -170,6 +169,11 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
         lo, hi = lo - 1, hi + 1
         if x.dtype == torch.float32:
             lo, hi = _as_float32(lo), _as_float32(hi)
+        # torch's CPU kernel bins by edges spaced over this range; where min - 1 or max + 1 is
+        # not exact in the input dtype (|value| >= 2^24 in fp32, 2^53 in fp64) those edges part
+        # from the formula's bins
+        if not x.is_cuda and lo + 1 != hi - 1:
+            return None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         return None
     if not x.dtype.is_floating_point:

@@ -76,6 +76,9 @@ def cpu_histc_cases():
         (f.double(), 4096, -3, 3), (f.double(), 33, 0, 0),
         (torch.full((70_000,), 3.0), 5, 0, 0), (f[:1000], 10, 0, 1),  # small: torch's own
         (f[: 70_000].reshape(280, 250).t(), 128, -1, 1), (f, 10, 1.0, 1.00000001),
+        # constant inputs whose auto-range min - 1 or max + 1 is not exact: torch's own
+        (torch.full((70_000,), 2.0**24), 4, 0, 0), (torch.full((70_000,), 1e8), 4, 0, 0),
+        (torch.full((70_000,), 2.0**53, dtype=torch.float64), 4, 0, 0),
     ]
 
 
@@ -241,6 +244,17 @@ def test_histc_errors_are_torchs(args):
         torch.histc(x, *args)
     with smem_ops.enabled(), pytest.raises(type(want.value)) as got:
         torch.histc(x, *args)
+    assert str(got.value) == str(want.value)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype, bound", [(torch.float16, 1e5), (torch.bfloat16, 1e39)], ids=str)
+def test_histc_bounds_past_the_dtype_raise_as_torch(dtype, bound):
+    x = torch.rand(100, device="cuda").to(dtype)
+    with pytest.raises(Exception) as want:
+        torch.histc(x, 10, 0, bound)
+    with smem_ops.enabled(), pytest.raises(type(want.value)) as got:
+        torch.histc(x, 10, 0, bound)
     assert str(got.value) == str(want.value)
 
 
