@@ -8,6 +8,7 @@ here give torch.compile / torch.export the output metadata and raise the same er
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from collections.abc import Sequence
 
@@ -75,8 +76,8 @@ def _reduction(overload, squares: bool, name: str, doc: str):
                     return _C._reduce_dim(x, dim, squares)
             op = eager
         if dtype is None and not keepdim:  # the common call, without _reduce's frame
-            return op(x) if dim is None else op(x, _dims(dim))
-        return _reduce(op, x, dim, keepdim, dtype)
+            return op(x) if dim is None else op(x, _dims(dim, name))
+        return _reduce(op, x, _dims(dim, name), keepdim, dtype)
 
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = doc
@@ -163,25 +164,38 @@ def bincount(x: Tensor, length: int) -> Tensor:
     """
     if x.dtype == torch.bool or x.dtype.is_floating_point or x.dtype.is_complex:
         raise TypeError(f"smem_ops.bincount: expected an integer tensor, but got {x.dtype}")
-    if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+    if (isinstance(length, bool) or not hasattr(type(length), "__index__")
+            or operator.index(length) <= 0):
         raise ValueError(f"smem_ops.bincount: length must be a positive int, but got {length!r}")
+    length = operator.index(length)  # numpy ints too, as torch takes them
     # One bin per integer: [v - 1/2, v + 1/2) holds v alone, and integer inputs are binned in
     # float64, where (v + 1/2) * length / length is exact.
     return (_histc if _compiling() else _histc_eager)(x, length, -0.5, length - 0.5,
                                                       dtype=torch.int64)
 
 
-def _reduce(op, x: Tensor, dim: DimArg, keepdim: bool, dtype: torch.dtype | None) -> Tensor:
-    """sum / sum_of_squares with keepdim or dtype given."""
+def _reduce(op, x: Tensor, dim: int | list[int] | None, keepdim: bool,
+            dtype: torch.dtype | None) -> Tensor:
+    """sum / sum_of_squares with keepdim or dtype given (dim from _dims)."""
     if dtype is not None:
-        return op(x, _dims(dim), keepdim, dtype=dtype)
-    return op(x, _dims(dim), keepdim)
+        return op(x, dim, keepdim, dtype=dtype)
+    return op(x, dim, keepdim)
 
 
-def _dims(dim: DimArg) -> int | list[int] | None:
-    if dim is None or isinstance(dim, int):
+def _dims(dim: DimArg, name: str) -> int | list[int] | None:
+    """dim as the schema's int[1]? takes it: None, an int, or a list of ints. Like torch.sum,
+    anything with __index__ but a bool is an int (numpy ints, 0-d integer tensors)."""
+    if dim is None or type(dim) is int:
         return dim  # the schema's int[1]? takes a lone int (cheaper to pass than a list)
-    return list(dim)
+    if isinstance(dim, (list, tuple)):
+        return [_dim_index(d, name) for d in dim]
+    return _dim_index(dim, name)
+
+
+def _dim_index(d, name: str) -> int:
+    if isinstance(d, bool) or not hasattr(type(d), "__index__"):
+        raise TypeError(f"smem.{name}: dim must be an int or a sequence of ints, but got {d!r}")
+    return operator.index(d)
 
 
 # ----------------------------------------------------------------------------- checks

@@ -1,6 +1,7 @@
 """sum, sum_of_squares, dot against torch (and float64 references) on CPU and CUDA."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -124,6 +125,29 @@ def test_any_layout(device, layout, dtype):
         assert_reduction_close(smem_ops.sum(x, dim), reference(x, dim, False, None, False), x, dim)
         assert_reduction_close(smem_ops.sum_of_squares(x, dim), reference(x, dim, False, None, True),
                                x, dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dims_as_torch_takes_them(device):
+    # numpy ints and 0-d integer tensors are ints, alone or in a sequence, as torch.sum takes them
+    np = pytest.importorskip("numpy")
+    x = torch.randn(3, 4, 5, device=device)
+    for dim in (np.int64(1), torch.tensor(-1), (np.int32(0), 2), [torch.tensor(1), 0]):
+        for keepdim in (False, True):
+            want = torch.sum(x, dim, keepdim)
+            assert smem_ops.sum(x, dim, keepdim).shape == want.shape
+            torch.testing.assert_close(smem_ops.sum(x, dim, keepdim), want)
+            torch.testing.assert_close(smem_ops.sum_of_squares(x, dim, keepdim, dtype=torch.float64),
+                                       torch.sum(x.double() ** 2, dim, keepdim))
+    assert torch.equal(smem_ops.bincount(torch.tensor([1, 2, 2], device=device), np.int64(4)),
+                       torch.tensor([0, 1, 2, 0], device=device))
+    # what torch.sum rejects: a bool or a float dim (the wrapper checks before the op; under
+    # torch.compile Dynamo reports the same TypeError as an exception in traced code)
+    for op, dim, bad in ((smem_ops.sum, True, "True"), (smem_ops.sum, [True], "True"),
+                         (smem_ops.sum_of_squares, [0, 1.0], "1.0")):
+        message = f"smem.{op.__name__}: dim must be an int or a sequence of ints, but got {bad}"
+        with pytest.raises(TypeError, match=re.escape(message)):
+            op(x, dim)
 
 
 @pytest.mark.parametrize("device", DEVICES)
