@@ -116,10 +116,22 @@ def _sum_rule(linear: bool):
                 new_d = d if keepdim else d - sum(r < d for r in red)
                 rules.append(([Shard(new_d)], [Shard(d)]))
         if linear and partial_ok:
-            for p in _plain_partials(x, ("sum", "avg")):
+            for p in _plain_partials(x, _linear_partials(x.tensor_meta.dtype, out_dtype)):
                 rules.append(([p], [p]))
         return rules
     return rule
+
+
+def _linear_partials(in_dtype: torch.dtype, out_dtype: torch.dtype) -> tuple[str, ...]:
+    """The Partial reductions a sum into out_dtype passes through: where the cast of each rank's
+    share to out_dtype adds up to the cast of the whole. A float sum does (up to rounding); a cast
+    to an integer dtype truncates each share (0.5 + 0.5 would count 0 + 0) unless the shares are
+    integers already, and then only for "sum" ("avg" divides in out_dtype)."""
+    if out_dtype.is_floating_point or out_dtype.is_complex:
+        return ("sum", "avg")
+    if in_dtype.is_floating_point or in_dtype.is_complex:
+        return ()
+    return ("sum",)
 
 
 def _plain_partials(spec, reduce_ops=None) -> list:

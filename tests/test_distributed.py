@@ -192,6 +192,25 @@ def test_partial_avg_inputs(env):
             check(env, out, ref, expected, comm, exact=False)
 
 
+@pytest.mark.parametrize("reduce_op", ["sum", "avg"])
+def test_partial_input_summed_into_an_integer_dtype(env, reduce_op):
+    """A cast of each rank's share to an integer dtype does not add up to the cast of the whole
+    (0.5 + 0.5 would count 0 + 0): a float Partial input is reduced before such a sum."""
+    parts = rand((4, 12, 8), seed=21, device=env.device)  # multiples of 1/8: fractional shares
+    x = parts.sum(0) if reduce_op == "sum" else parts.mean(0)
+    with env.ranks():
+        dp = distribute_tensor(parts, env.mesh1, [S0])
+        dx = dp.sum(0) if reduce_op == "sum" else dp.mean(0)
+        assert tuple(dx.placements) == (Partial(reduce_op),)
+        for dim in (None, [1]):
+            out, comm, _ = run_op(ops.sum, dx, dim, False, dtype=torch.int64)
+            check(env, out, ops.sum(x, dim, False, dtype=torch.int64), None, comm)
+        # integer shares add up exactly: a Partial("sum") of int64 stays Partial
+        di = distribute_tensor(parts.round().to(torch.int64), env.mesh1, [S0]).sum(0)
+        out, comm, _ = run_op(ops.sum, di, None, False, dtype=torch.int64)
+        check(env, out, ops.sum(parts.round().to(torch.int64).sum(0)), (PSUM,), comm)
+
+
 # ----------------------------------------------------------------------------- dot
 
 def expect_dot(px, py):
