@@ -140,7 +140,9 @@ def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
 
     Counts are exact integers internally; ``dtype=torch.int64`` returns them exactly at any
     size (float32 counts stop being exact at 2**24). Differences from torch:
-      * fp16, bf16 and integer inputs are supported; integer inputs return int64 counts;
+      * fp16, bf16 and integer inputs are supported; integer inputs return int64 counts and
+        keep fractional bounds as they are (torch's CUDA histc truncates them to the input's
+        integer type; the drop-in, ``smem_ops.enable()``, does as torch);
       * with ``min == max`` the range is the finite min and max of ``x``, found on the device
         with no host sync (torch syncs, and errors when ``x`` holds inf or NaN);
       * deterministic, so it runs under ``torch.use_deterministic_algorithms(True)``.
