@@ -44,6 +44,8 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
                    " is not supported (expected a floating point or "
                    "integer dtype other than bool)");
   TORCH_CHECK_VALUE(bins > 0, "smem.histc: bins must be > 0, but got ", bins);
+  TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(),
+                   "smem.histc: min and max must be real numbers, but got a complex bound");
   const double lo = min.toDouble(), hi = max.toDouble();
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), "smem.histc: range of [", lo, ", ", hi,
                     "] is not finite");

@@ -78,6 +78,8 @@ inline BatchedHistcPlan plan_batched_histc(const at::Tensor& self, int64_t bins,
                    " is not supported (expected a floating point "
                    "or integer dtype other than bool)");
   TORCH_CHECK_VALUE(bins > 0, op, "bins must be > 0, but got ", bins);
+  TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(), op,
+                   "min and max must be real numbers, but got a complex bound");
   const double lo = min.toDouble(), hi = max.toDouble();
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
                     "] is not finite");

@@ -4,6 +4,7 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,7 +43,13 @@ inline std::string dtype_name(c10::ScalarType t) {
     case c10::ScalarType::QInt8: return "torch.qint8";
     case c10::ScalarType::QUInt8: return "torch.quint8";
     case c10::ScalarType::QInt32: return "torch.qint32";
-    default: return std::string("torch.") + c10::toString(t);
+    default: {
+      // the rest (bits, sub-byte, float4, packed quantized) print as their C++ names in lower
+      // case: Bits8 -> torch.bits8, Float4_e2m1fn_x2 -> torch.float4_e2m1fn_x2
+      std::string name = c10::toString(t);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "torch." + name;
+    }
   }
 }
 

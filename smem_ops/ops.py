@@ -289,6 +289,8 @@ def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
                         "point or integer dtype other than bool)")
     if bins <= 0:
         raise ValueError(f"{op}: bins must be > 0, but got {bins}")
+    if isinstance(lo, complex) or isinstance(hi, complex):
+        raise TypeError(f"{op}: min and max must be real numbers, but got a complex bound")
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"{op}: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")

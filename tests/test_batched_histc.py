@@ -207,6 +207,8 @@ def _error_cases(device):
          op + "range of [0, inf] is not finite"),
         ("nan", lambda: smem_ops.batched_histc(f(2, 3), 10, float("nan"), 1.5), ValueError,
          op + "range of [nan, 1.5] is not finite"),
+        ("complex bound", lambda: smem_ops.batched_histc(f(2, 3), 10, 1j, 2), TypeError,
+         op + "min and max must be real numbers, but got a complex bound"),
         ("bound past fp16", lambda: smem_ops.batched_histc(f(2, 3).half(), 10, 0, 65505),
          ValueError, op + "range of [0, 65505] overflows the input dtype torch.float16"),
         ("bool", lambda: smem_ops.batched_histc(f(2, 3) > 0), TypeError,
