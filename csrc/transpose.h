@@ -96,11 +96,17 @@ inline std::vector<int64_t> transpose_out_shape(const at::Tensor& x, int64_t d0,
   return shape;
 }
 
-// Every dtype with whole 1/2/4/8/16-byte elements that torch can copy; kernels move bytes,
-// so the element size is all they need.
+// Every dtype with whole 1/2/4/8/16-byte elements that torch can copy (so not the sub-byte
+// int1..uint7, nor the quantized ones); kernels move bytes, so the element size is all they need.
 inline bool transpose_dtype_supported(at::ScalarType t) {
   if (c10::isFloat8Type(t)) return true;
   switch (t) {
+    case at::ScalarType::Bits1x8:
+    case at::ScalarType::Bits2x4:
+    case at::ScalarType::Bits4x2:
+    case at::ScalarType::Bits8:
+    case at::ScalarType::Bits16:
+    case at::ScalarType::Float4_e2m1fn_x2:
     case at::kBool:
     case at::kByte:
     case at::kChar:

@@ -126,7 +126,8 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     """``x.transpose(dim0, dim1).contiguous()``, always as a new contiguous tensor.
 
     Never returns a view, even where torch's ``.contiguous()`` would return ``x`` itself.
-    Every dtype torch can copy (bool, 1/2/4/8/16-byte types, fp8, complex).
+    Every dtype torch can copy but the quantized ones (bool, 1/2/4/8/16-byte types, fp8, fp4
+    pairs, bits, complex).
     """
     op = _transpose if _compiling() else _transpose_eager
     if type(dim0) is int and type(dim1) is int and dim0 == -2 and dim1 == -1:

@@ -61,6 +61,22 @@ def cuda_kernels(fn):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bits8, torch.bits16, torch.bits1x8, torch.bits2x4,
+                                   torch.bits4x2, torch.float4_e2m1fn_x2], ids=str)
+@pytest.mark.parametrize("shape", [(33, 65), (3, 48, 80), (129, 31)], ids=str)
+def test_bits_and_fp4_pairs(device, dtype, shape):
+    # dtypes torch copies but computes nothing with: moved as bytes, compared as bytes
+    as_int = torch.int16 if dtype.itemsize == 2 else torch.uint8
+    raw = make_any(shape, as_int, device)
+    x = raw.view(dtype)
+    got = smem_ops.transpose(x)
+    assert got.dtype == dtype and got.shape == x.transpose(-2, -1).shape and got.is_contiguous()
+    assert torch.equal(got.view(as_int), raw.transpose(-2, -1).contiguous())
+    assert torch.equal(smem_ops.transpose(x[..., 1:], 0, -1).view(as_int),
+                       raw[..., 1:].transpose(0, -1).contiguous())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", TRANSPOSE_DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (1, 77), (77, 1), (33, 65), (64, 64), (129, 31)], ids=str)
 def test_2d_every_dtype(device, dtype, shape):

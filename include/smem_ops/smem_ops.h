@@ -59,7 +59,7 @@ SMEM_OPS_API at::Tensor sum_of_squares(const at::Tensor& x,
 SMEM_OPS_API at::Tensor dot(const at::Tensor& x, const at::Tensor& other);
 
 // x.transpose(dim0, dim1).contiguous(), always as a new contiguous tensor (never a view, never
-// x itself). Every dtype torch has. Differentiable.
+// x itself). Every dtype torch can copy but the quantized ones. Differentiable.
 SMEM_OPS_API at::Tensor transpose(const at::Tensor& x, int64_t dim0 = -2, int64_t dim1 = -1);
 
 // Histogram of x in `bins` equal bins over [min, max], like at::histc. With min == max the range
