@@ -37,29 +37,30 @@ inline bool histc_range_fits(double lo, double hi, at::ScalarType t) {
   return std::abs(lo) <= most && std::abs(hi) <= most;
 }
 
+// histc's checks and plan; `op` prefixes the messages (batched_histc passes its own name).
 inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                            const at::Scalar& max, std::optional<at::ScalarType> dtype) {
-  TORCH_CHECK_TYPE(histc_input_supported(self.scalar_type()), "smem.histc: input dtype ",
+                            const at::Scalar& max, std::optional<at::ScalarType> dtype,
+                            const char* op = "smem.histc: ") {
+  TORCH_CHECK_TYPE(histc_input_supported(self.scalar_type()), op, "input dtype ",
                    dtype_name(self.scalar_type()),
                    " is not supported (expected a floating point or "
                    "integer dtype other than bool)");
-  TORCH_CHECK_VALUE(bins > 0, "smem.histc: bins must be > 0, but got ", bins);
-  TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(),
-                   "smem.histc: min and max must be real numbers, but got a complex bound");
+  TORCH_CHECK_VALUE(bins > 0, op, "bins must be > 0, but got ", bins);
+  TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(), op,
+                   "min and max must be real numbers, but got a complex bound");
   const double lo = min.toDouble(), hi = max.toDouble();
-  TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), "smem.histc: range of [", lo, ", ", hi,
+  TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
                     "] is not finite");
-  TORCH_CHECK_VALUE(lo <= hi, "smem.histc: max must be larger than min, but got min=", lo,
-                    " and max=", hi);
-  TORCH_CHECK_VALUE(histc_range_fits(lo, hi, self.scalar_type()), "smem.histc: range of [", lo,
-                    ", ", hi, "] overflows the input dtype ", dtype_name(self.scalar_type()));
+  TORCH_CHECK_VALUE(lo <= hi, op, "max must be larger than min, but got min=", lo, " and max=", hi);
+  TORCH_CHECK_VALUE(histc_range_fits(lo, hi, self.scalar_type()), op, "range of [", lo, ", ", hi,
+                    "] overflows the input dtype ", dtype_name(self.scalar_type()));
   HistcPlan plan;
   plan.bins = bins;
   plan.lo = histc_cast_bound(lo, self.scalar_type());
   plan.hi = histc_cast_bound(hi, self.scalar_type());
   plan.auto_range = plan.lo == plan.hi;
   if (dtype) {
-    TORCH_CHECK_TYPE(histc_input_supported(*dtype), "smem.histc: dtype= ", dtype_name(*dtype),
+    TORCH_CHECK_TYPE(histc_input_supported(*dtype), op, "dtype= ", dtype_name(*dtype),
                      " is not supported (expected a floating point or integer dtype)");
     plan.out_dtype = *dtype;
   } else {

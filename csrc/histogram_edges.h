@@ -55,8 +55,8 @@ inline at::Tensor histogram_count_output(const at::Tensor& self, const at::Tenso
 
 // ---------------------------------------------------------------- batched_histc
 
-// plan_histc's checks and plan (histogram.h) with batched_histc's name in the messages, and
-// the dim. The checks are the same, in the same order, as the fake kernel's.
+// plan_histc's checks and plan (histogram.h) with batched_histc's name in the messages, after
+// the dim's. The checks are the same, in the same order, as the fake kernel's.
 struct BatchedHistcPlan {
   HistcPlan histc;
   int64_t dim = 0;  // wrapped
@@ -73,25 +73,8 @@ inline BatchedHistcPlan plan_batched_histc(const at::Tensor& self, int64_t bins,
   const int64_t ndim = self.dim();
   TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, op, "dim ", dim,
                     " is out of range for a tensor of dimension ", ndim);
-  TORCH_CHECK_TYPE(histc_input_supported(self.scalar_type()), op, "input dtype ",
-                   dtype_name(self.scalar_type()),
-                   " is not supported (expected a floating point "
-                   "or integer dtype other than bool)");
-  TORCH_CHECK_VALUE(bins > 0, op, "bins must be > 0, but got ", bins);
-  TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(), op,
-                   "min and max must be real numbers, but got a complex bound");
-  const double lo = min.toDouble(), hi = max.toDouble();
-  TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
-                    "] is not finite");
-  TORCH_CHECK_VALUE(lo <= hi, op, "max must be larger than min, but got min=", lo, " and max=", hi);
-  TORCH_CHECK_VALUE(histc_range_fits(lo, hi, self.scalar_type()), op, "range of [", lo, ", ", hi,
-                    "] overflows the input dtype ", dtype_name(self.scalar_type()));
-  if (dtype)
-    TORCH_CHECK_TYPE(histc_input_supported(*dtype), op, "dtype= ", dtype_name(*dtype),
-                     " is not supported (expected a floating point or integer dtype)");
   BatchedHistcPlan plan;
-  // Every check of plan_histc has passed above, so it cannot throw with histc's name.
-  plan.histc = plan_histc(self, bins, min, max, dtype);
+  plan.histc = plan_histc(self, bins, min, max, dtype, op);
   plan.dim = dim < 0 ? dim + ndim : dim;
   for (int64_t d = 0; d < ndim; ++d)
     if (d != plan.dim) plan.out_shape.push_back(self.size(d));

@@ -37,6 +37,8 @@ import warnings
 
 import torch
 
+from .ops import _histc_bounds_fit
+
 _HISTC_OPS = ("histc", "histc.out")
 # On a 16-core host smem's CPU histc took 0.88x torch's time at 2^16 elements and 0.25x at
 # 2^20 (docs/PERFORMANCE.md); smaller inputs stay with torch.
@@ -145,7 +147,7 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
     if x.dtype.is_floating_point:
         lo, hi = float(lo), float(hi)
         if x.dtype in (torch.float32, torch.float16, torch.bfloat16):
-            if max(abs(lo), abs(hi)) > torch.finfo(x.dtype).max:
+            if not _histc_bounds_fit(x.dtype, lo, hi):
                 return None  # torch raises: the bound does not fit the input dtype
             cast = _as_float32(lo), _as_float32(hi)
             # torch's CPU kernel compares the bounds before rounding them to float32

@@ -167,10 +167,10 @@ def bincount(x: Tensor, length: int) -> Tensor:
     """
     if x.dtype == torch.bool or x.dtype.is_floating_point or x.dtype.is_complex:
         raise TypeError(f"smem_ops.bincount: expected an integer tensor, but got {x.dtype}")
-    if (isinstance(length, bool) or not hasattr(type(length), "__index__")
-            or operator.index(length) <= 0):
+    n = _as_int(length)  # numpy ints too, as torch takes them
+    if n is None or n <= 0:
         raise ValueError(f"smem_ops.bincount: length must be a positive int, but got {length!r}")
-    length = operator.index(length)  # numpy ints too, as torch takes them
+    length = n
     # One bin per integer: [v - 1/2, v + 1/2) holds v alone, and integer inputs are binned in
     # float64, where (v + 1/2) * length / length is exact.
     return (_histc if _compiling() else _histc_eager)(x, length, -0.5, length - 0.5,
@@ -195,10 +195,18 @@ def _dims(dim: DimArg, name: str) -> int | list[int] | None:
     return _dim_index(dim, name)
 
 
+def _as_int(v) -> int | None:
+    """v as an int where torch takes it as one (anything with __index__ but a bool), else None."""
+    if isinstance(v, bool) or not hasattr(type(v), "__index__"):
+        return None
+    return operator.index(v)
+
+
 def _dim_index(d, name: str) -> int:
-    if isinstance(d, bool) or not hasattr(type(d), "__index__"):
+    i = _as_int(d)
+    if i is None:
         raise TypeError(f"smem.{name}: dim must be an int or a sequence of ints, but got {d!r}")
-    return operator.index(d)
+    return i
 
 
 # ----------------------------------------------------------------------------- checks
@@ -277,9 +285,14 @@ def _transpose_dims(x: Tensor, dim0: int, dim1: int) -> tuple[int, int]:
     return dim0 % n, dim1 % n
 
 
-# Input dtypes a histc bound is cast to (torch raises where it would not fit; float64 and integer
-# inputs keep the bound as a double).
+# Input dtypes a histc bound is cast to (float64 and integer inputs keep the bound as a double).
 _HISTC_CAST_BOUNDS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _histc_bounds_fit(dtype: torch.dtype, lo: float, hi: float) -> bool:
+    """Whether both bounds fit the input dtype they are cast to (torch raises where they don't;
+    csrc/histogram.h, histc_range_fits)."""
+    return dtype not in _HISTC_CAST_BOUNDS or max(abs(lo), abs(hi)) <= torch.finfo(dtype).max
 
 
 def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
@@ -298,7 +311,7 @@ def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
     if lo > hi:
         raise ValueError(f"{op}: max must be larger than min, but got min={_fmt(lo)} and "
                          f"max={_fmt(hi)}")
-    if x.dtype in _HISTC_CAST_BOUNDS and max(abs(lo), abs(hi)) > torch.finfo(x.dtype).max:
+    if not _histc_bounds_fit(x.dtype, lo, hi):
         raise ValueError(f"{op}: range of [{_fmt(lo)}, {_fmt(hi)}] overflows the input dtype "
                          f"{x.dtype}")
     if dtype is not None:
