@@ -45,9 +45,13 @@ constexpr int skinny_pitch() {
   return skinny_chunk<E>() + (sizeof(E) < 4 ? 4 / sizeof(E) : 1);
 }
 
-template <typename E, int kVec, bool kFlatOut>
+// `total` chunks, counted on the host. kBatched: more than one matrix. With one, a block's chunk
+// is its index, and its first load waits on no 64-bit division or batch offsets (a chunk a block
+// is one wave of blocks, so that setup would lie on the kernel's whole path).
+template <typename E, int kVec, bool kFlatOut, bool kBatched>
 __global__ void __launch_bounds__(kSkinnyThreads, skinny_min_blocks<E>())
-transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g) {
+transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const TransposeGeometry g,
+                        const int64_t total) {
   using VecE = Vec<E, kVec>;
   constexpr int L = skinny_chunk<E>();
   constexpr int kLineVecs = L / kVec;  // vectors per line segment
@@ -56,8 +60,6 @@ transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const Tra
   const int S = static_cast<int>(kFlatOut ? g.cols : g.rows);
   const int64_t n_long = kFlatOut ? g.rows : g.cols;
   const SmallDivisor by_short(S);
-  const int64_t chunks = ceil_div(n_long, L);
-  const int64_t total = g.batches() * chunks;
   // A loaded vector and the slot it came from: vector `slot` of the segments (line
   // slot / kLineVecs) or of the run.
   struct Loaded {
@@ -65,9 +67,13 @@ transpose_skinny_kernel(const E* __restrict__ in, E* __restrict__ out, const Tra
     VecE v;
   };
   for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    int64_t in_off, out_off;
-    g.batch_offsets(t / chunks, in_off, out_off);
-    const int64_t l0 = (t % chunks) * L;
+    int64_t in_off = 0, out_off = 0, chunk = t;
+    if constexpr (kBatched) {
+      const int64_t chunks = ceil_div(n_long, L);
+      chunk = t % chunks;
+      g.batch_offsets(t / chunks, in_off, out_off);
+    }
+    const int64_t l0 = chunk * L;
     const int len = static_cast<int>(std::min<int64_t>(L, n_long - l0));
     const int count = S * len;  // elements of the run
     // Line s of the segments starts at line(s); element l of the chunk is at line(s)[l * step].

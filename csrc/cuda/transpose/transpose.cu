@@ -87,12 +87,16 @@ bool launch_skinny(const E* in, E* out, const TransposeGeometry& g, cudaStream_t
   const bool vectors =
       P > 1 && is_aligned(in, 16) && g.batch_strides_multiple_of(P) &&
       (flat_out ? g.row_in_stride == 1 && g.col_in_stride % P == 0 : g.row_out_stride % P == 0);
-  const int64_t chunks = g.batches() * ceil_div(flat_out ? g.rows : g.cols, L);
-  auto* kernel =
-      flat_out
-          ? (vectors ? transpose_skinny_kernel<E, P, true> : transpose_skinny_kernel<E, 1, true>)
-          : (vectors ? transpose_skinny_kernel<E, P, false> : transpose_skinny_kernel<E, 1, false>);
-  kernel<<<block_per_item(chunks), kSkinnyThreads, 0, stream>>>(in, out, g);
+  const int64_t batches = g.batches(), chunks = batches * ceil_div(flat_out ? g.rows : g.cols, L);
+  auto pick = [&](auto batched) {
+    constexpr bool B = decltype(batched)::value;
+    return flat_out ? (vectors ? transpose_skinny_kernel<E, P, true, B>
+                               : transpose_skinny_kernel<E, 1, true, B>)
+                    : (vectors ? transpose_skinny_kernel<E, P, false, B>
+                               : transpose_skinny_kernel<E, 1, false, B>);
+  };
+  auto* kernel = batches > 1 ? pick(std::true_type{}) : pick(std::false_type{});
+  kernel<<<block_per_item(chunks), kSkinnyThreads, 0, stream>>>(in, out, g, chunks);
   return true;
 }
 
