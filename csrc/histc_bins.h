@@ -6,7 +6,10 @@
 #include <c10/core/ScalarType.h>
 #include <c10/macros/Macros.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace smem {
 
@@ -18,23 +21,59 @@ template <> struct HistcMath<c10::Half> { using type = float; };
 template <> struct HistcMath<c10::BFloat16> { using type = float; };
 template <typename T> using histc_math_t = typename HistcMath<T>::type;
 
-// Bin of v in [lo, hi] with `bins` equal bins, or -1 when v is outside the range or NaN.
-// Same expression and evaluation order as torch.histc, so edge values land in the same bin:
-// (v - lo) * bins / (hi - lo), truncated; v == hi goes to the last bin.
+// The float or double next to v in the direction of `to`.
+C10_HOST_DEVICE inline float next_toward(float v, float to) { return ::nextafterf(v, to); }
+C10_HOST_DEVICE inline double next_toward(double v, double to) { return ::nextafter(v, to); }
+
+// Power-of-two scale of histc's arithmetic: 1 (torch's own, bit for bit) unless the range is
+// so wide that (v - lo) * bins can overflow M (fp32 or bf16 over [-3e38, 3e38]; torch's kernels
+// overflow there), then 2^-64, after which nothing can: |v - lo| <= 2 max, bins < 2^63.
+// v * s - lo * s rounds as s * (v - lo) does wherever v * s is normal, so every step is torch's
+// scaled by s: its quotient wherever its product is finite, and a finite one where it is not
+// (a v so small that v * s is subnormal lies far from every bin edge of such a range).
 template <typename M>
-C10_HOST_DEVICE inline int64_t histc_bin(M v, M lo, M hi, int64_t bins) {
-  if (!(v >= lo && v <= hi)) return -1;
-  int64_t b = static_cast<int64_t>((v - lo) * static_cast<M>(bins) / (hi - lo));
-  return b >= bins ? bins - 1 : b;
+C10_HOST_DEVICE inline M histc_scale(M lo, M hi, int64_t bins) {
+  return (hi - lo) * static_cast<M>(bins) <= std::numeric_limits<M>::max()
+             ? M(1)
+             : static_cast<M>(0x1p-64);
 }
 
+// Bins of one histc over [lo, hi] (lo < hi, both finite), prepared once per range. The bin of v
+// is -1 when v is outside the range or NaN; else torch.histc's (v - lo) * bins / (hi - lo),
+// truncated, with the same evaluation order, so that edge values land in the same bin; v == hi
+// goes to the last bin. The CUDA shared-memory kernels' BinMap computes the same.
+template <typename M>
+struct HistcBins {
+  M lo, hi, scale, lo_scaled, width_scaled;
+  int64_t bins;
+  C10_HOST_DEVICE HistcBins(M lo_, M hi_, int64_t bins_)
+      : lo(lo_), hi(hi_), scale(histc_scale(lo_, hi_, bins_)), bins(bins_) {
+    lo_scaled = lo * scale;
+    width_scaled = hi * scale - lo_scaled;
+  }
+  C10_HOST_DEVICE int64_t operator()(M v) const {
+    if (!(v >= lo && v <= hi)) return -1;
+    const int64_t b =
+        static_cast<int64_t>((v * scale - lo_scaled) * static_cast<M>(bins) / width_scaled);
+    return b >= bins ? bins - 1 : b;
+  }
+};
+
 // min == max after auto-range (a constant input, or no finite value): widen by one each way,
-// as torch does.
+// as torch does. Where +-1 rounds back (|lo| from 2^24 in fp32, 2^53 in fp64) the range would
+// stay empty and every quotient be 0 / 0; one step to the next value up keeps it non-empty, so
+// every value sits at lo, in bin 0 (torch's CUDA histc raises there; auto-range runs on the
+// device, with no host sync to raise from). At the dtype's largest value the step goes down
+// instead (the bins stay finite), and the values land in the last bin.
 template <typename M>
 C10_HOST_DEVICE inline void histc_widen_empty_range(M& lo, M& hi) {
   if (lo == hi) {
     lo = lo - M(1);
     hi = hi + M(1);
+    if (lo == hi) {
+      if (hi < std::numeric_limits<M>::max()) hi = next_toward(hi, std::numeric_limits<M>::max());
+      else lo = next_toward(lo, -std::numeric_limits<M>::max());
+    }
   }
 }
 

@@ -49,6 +49,11 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
   TORCH_CHECK_TYPE(!min.isComplex() && !max.isComplex(), op,
                    "min and max must be real numbers, but got a complex bound");
   const double lo = min.toDouble(), hi = max.toDouble();
+  // Integer bounds past 2^53 can round to one double, which would silently mean auto-range.
+  TORCH_CHECK_VALUE(
+      !(min.isIntegral(false) && max.isIntegral(false) && lo == hi && min.toLong() != max.toLong()),
+      op, "min=", min.toLong(), " and max=", max.toLong(),
+      " are equal in float64, in which histc bins; give bounds that differ there");
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
                     "] is not finite");
   TORCH_CHECK_VALUE(lo <= hi, op, "max must be larger than min, but got min=", lo, " and max=", hi);

@@ -182,6 +182,8 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
         info = torch.iinfo(x.dtype)
         if lo < info.min or hi > info.max or (hi - lo) * bins >= _EXACT_INT_SPAN:
             return None
+        if max(-lo, hi) > 2**53:  # smem bins integers in float64, exact to 2^53
+            return None
     return lo, hi
 
 

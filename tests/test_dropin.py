@@ -192,6 +192,8 @@ def histc_cases():
         (torch.randint(0, 256, (9999,), generator=g).to(torch.uint8), 256, 0, 255),
         (torch.randint(0, 256, (9999,), generator=g).to(torch.uint8), 10, 0, 0),
         (torch.randint(-5, 5, (999,), generator=g).to(torch.int8), 3, 0, 0),
+        # int64 bounds past 2^53, which smem would bin in float64: torch's integer arithmetic
+        (torch.full((10,), 2**60), 4, 2**60 - 2, 2**60 + 2),
     ]
     return cases
 
@@ -255,6 +257,19 @@ def test_histc_bounds_past_the_dtype_raise_as_torch(dtype, bound):
         torch.histc(x, 10, 0, bound)
     with smem_ops.enabled(), pytest.raises(type(want.value)) as got:
         torch.histc(x, 10, 0, bound)
+    assert str(got.value) == str(want.value)
+
+
+@requires_cuda
+@pytest.mark.parametrize("x", [torch.full((10,), 1e8), torch.full((10,), 2.0**60).double()],
+                         ids=["fp32 1e8", "fp64 2^60"])
+def test_histc_constant_past_exact_widening_raises_as_torch(x):
+    # torch widens a constant's range by one each way, which rounds back here, and raises
+    x = x.cuda()
+    with pytest.raises(RuntimeError) as want:
+        torch.histc(x, 4)
+    with smem_ops.enabled(), pytest.raises(RuntimeError) as got:
+        torch.histc(x, 4)
     assert str(got.value) == str(want.value)
 
 

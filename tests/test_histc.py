@@ -1,5 +1,7 @@
 """histc: exact counts against torch.histc and float64 references."""
 
+import re
+
 import pytest
 import torch
 
@@ -209,6 +211,71 @@ def test_fp16_bounds_at_the_dtype_limit(device):
     want = torch.histc(x.double().cpu(), 5, -most, most).to(torch.int64)
     assert torch.equal(smem_ops.histc(x, 5, -most, most, dtype=torch.int64).cpu(), want)
     assert want.tolist() == [1, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("value,dtype", [(1e8, torch.float32), (-3e9, torch.float32),
+                                         (2.0**60, torch.float64), (2**60, torch.int64),
+                                         (torch.finfo(torch.float32).max, torch.float32),
+                                         (-torch.finfo(torch.float64).max, torch.float64)],
+                         ids=["fp32 1e8", "fp32 -3e9", "fp64 2^60", "int64 2^60", "fp32 max",
+                              "fp64 -max"])
+def test_constant_past_exact_widening(device, value, dtype):
+    # auto-range widens a constant by one each way; where that rounds back, the range is stepped
+    # to the next value up, so every value sits at lo: bin 0 (torch's CUDA histc raises: its
+    # range stays empty). At the dtype's largest value the step goes down instead: the last bin.
+    # The CPU used to drop every value.
+    x = torch.full((1001,), value, dtype=dtype, device=device)
+    bins = 4
+    at = bins - 1 if value == torch.finfo(torch.float32).max else 0
+    want = torch.zeros(bins, dtype=torch.int64)
+    want[at] = x.numel()
+    assert torch.equal(smem_ops.histc(x, bins, dtype=torch.int64).cpu(), want)
+    rows = smem_ops.batched_histc(x.reshape(7, 143), bins, dtype=torch.int64).cpu()
+    assert torch.equal(rows, (want // 7).expand(7, bins))
+
+
+def _wide_reference(x, bins, lo, hi):
+    """Counts over a range whose product overflows torch's arithmetic: torch's formula in that
+    arithmetic on values and bounds scaled by 2^-64 (exact: nothing here comes near underflow),
+    where nothing overflows."""
+    math = torch.float64 if x.dtype == torch.float64 else torch.float32
+    s = 2.0**-64
+    return reference_counts(x.to(math) * s, bins, lo * s, hi * s, math=math)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("bins", [4, 1000, 1 << 20])
+def test_range_near_the_dtype_limit(device, dtype, bins):
+    # (v - lo) * bins overflows the arithmetic type over [-max, max]: there histc scales it by
+    # 2^-64 (torch's own kernels overflow: its CPU drops those values, its CUDA bin runs past the
+    # counters). The CPU used to drop them and the CUDA kernels put them in the last bin.
+    most = torch.finfo(dtype).max
+    g = torch.Generator().manual_seed(bins)
+    v = (torch.rand(200_001, generator=g, dtype=torch.float64) * 2 - 1) * most
+    x = torch.cat([v.to(dtype), torch.tensor([-most, most, 0.0], dtype=dtype)]).to(device)  # 4 rows
+    want = _wide_reference(x.cpu(), bins, -most, most)
+    assert want.sum() == x.numel()
+    assert torch.equal(smem_ops.histc(x, bins, -most, most, dtype=torch.int64).cpu(), want)
+    assert torch.equal(smem_ops.histc(x, bins, dtype=torch.int64).cpu(), want)  # auto-range
+    rows = smem_ops.batched_histc(x.reshape(4, -1), bins, -most, most, dtype=torch.int64)
+    row_want = torch.stack([_wide_reference(r, bins, -most, most) for r in x.cpu().reshape(4, -1)])
+    assert torch.equal(rows.cpu(), row_want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int64_bounds_equal_in_float64_raise(device):
+    x = torch.full((5,), 2**60, device=device)
+    message = ("smem.histc: min=1152921504606846976 and max=1152921504606846977 are equal in "
+               "float64, in which histc bins; give bounds that differ there")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        smem_ops.histc(x, 4, 2**60, 2**60 + 1)
+    with pytest.raises(ValueError, match=re.escape(message.replace("histc:", "batched_histc:"))):
+        smem_ops.batched_histc(x, 4, 2**60, 2**60 + 1)
+    # bounds that differ in float64 stay a range, and equal ones still mean auto-range
+    assert smem_ops.histc(x, 4, 2**60 - 512, 2**60 + 512).tolist() == [0, 0, 5, 0]
+    assert smem_ops.histc(x, 4, 2**60, 2**60).tolist() == [5, 0, 0, 0]
 
 
 @pytest.mark.parametrize("device", DEVICES)

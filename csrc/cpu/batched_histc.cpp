@@ -40,8 +40,9 @@ void batched_histc_kernel(const T* x, int64_t slices, int64_t length, const Hist
       histc_widen_empty_range(lo, hi);
       int64_t* h = counts + s * bins;
       std::fill(h, h + bins, int64_t(0));
+      const HistcBins<M> bin_of(lo, hi, bins);
       for (int64_t i = 0; i < length; ++i) {
-        const int64_t b = histc_bin<M>(static_cast<M>(row[i]), lo, hi, bins);
+        const int64_t b = bin_of(static_cast<M>(row[i]));
         if (b >= 0) ++h[b];
       }
     }

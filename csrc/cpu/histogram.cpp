@@ -53,10 +53,11 @@ void histc_kernel(const T* x, int64_t n, const HistcPlan& plan, int64_t* counts)
   const int64_t bins = plan.bins;
   const int nthreads = at::get_num_threads();
   std::vector<int64_t> priv(static_cast<size_t>(nthreads) * bins, 0);
+  const HistcBins<M> bin_of(lo, hi, bins);
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     int64_t* h = priv.data() + static_cast<int64_t>(at::get_thread_num()) * bins;
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t b = histc_bin<M>(static_cast<M>(x[i]), lo, hi, bins);
+      const int64_t b = bin_of(static_cast<M>(x[i]));
       if (b >= 0) ++h[b];
     }
   });

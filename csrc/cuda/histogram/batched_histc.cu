@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "cuda/common.cuh"
+#include "cuda/histogram/bin_map.cuh"
 #include "cuda/histogram/launch.h"
 #include "histc_bins.h"
 
@@ -30,52 +31,6 @@ namespace {
 constexpr int kRowThreads = 512;
 constexpr int kVectorsInFlight = 2;
 constexpr int64_t kMaxBlockElements = int64_t(1) << 31;  // 32-bit shared counters
-
-// The bin of v in [lo, hi] with `bins` bins, or -1: histc_bin (histc_bins.h), with the range
-// and its width loaded once per thread. double: the same expression, truncated in 32 bits
-// (bins < 2^22 here, so the in-range quotient fits; out-of-range values are discarded).
-template <typename M>
-struct RowBinMap {
-  M lo, hi, width, scale;
-  int bins;
-  __device__ RowBinMap(M lo_, M hi_, int bins_)
-      : lo(lo_), hi(hi_), width(hi_ - lo_), scale(static_cast<M>(bins_)), bins(bins_) {}
-  __device__ int operator()(M v) const {
-    const int b = min(__double2int_rz((v - lo) * scale / width), bins - 1);
-    return v >= lo && v <= hi ? b : -1;
-  }
-};
-
-// float: the correctly rounded quotient of torch's expression without a division per element.
-// div.rn.f32 is a reciprocal, a Newton step, a quotient and one residual correction; the
-// divisor is fixed per row, so the reciprocal and its Newton step are computed once and each
-// element pays a multiply and two FMAs - the same instructions, so the same rounded quotient,
-// wherever div.rn's slow path (operands near over- or underflow) would not be taken (`fast`).
-// Other widths divide with __fdiv_rn. Truncation: q + 2^23 rounded toward zero leaves
-// trunc(q) in the low mantissa bits for 0 <= q < 2^23 (one FADD, not a quarter-rate F2I).
-template <>
-struct RowBinMap<float> {
-  float lo, hi, width, scale, reciprocal;
-  int bins;
-  bool fast;
-  __device__ RowBinMap(float lo_, float hi_, int bins_)
-      : lo(lo_), hi(hi_), width(hi_ - lo_), scale(static_cast<float>(bins_)), bins(bins_) {
-    fast = width >= 0x1p-100f && width * scale <= 0x1p100f;
-    float approx;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
-    reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
-  }
-  __device__ int operator()(float v) const {
-    const float t = __fmul_rn(__fsub_rn(v, lo), scale);
-    const float q0 = __fmul_rn(t, reciprocal);
-    const float q =
-        fast ? __fmaf_rn(reciprocal, __fmaf_rn(-width, q0, t), q0) : __fdiv_rn(t, width);
-    constexpr int kTwo23Bits = 0x4B000000;
-    const int b = min(__float_as_int(__fadd_rz(q, 0x1p23f)) - kTwo23Bits, bins - 1);
-    return v >= lo && v <= hi ? b : -1;
-  }
-};
-constexpr int64_t kMaxSharedBins = int64_t(1) << 22;
 
 // f(value) for every element of row[0, n) that belongs to thread t of nthreads: a scalar head up
 // to the first 16-byte boundary (rows start anywhere), then 16-byte vectors, kVectorsInFlight
@@ -152,7 +107,7 @@ row_histogram_kernel(const T* x, int64_t length, int split, int bins, int copies
     hi = h;
   }
   __syncthreads();  // counters zeroed
-  const RowBinMap<M> bin_of(lo, hi, bins);
+  const histogram::BinMap<M> bin_of(histogram::Range<M>{lo, hi, nullptr}, bins);
   unsigned* mine = row_counts + (threadIdx.x / kWarpSize) % copies * bins;
   for_each_in_row(slice, n, threadIdx.x, blockDim.x, streaming, [&](T t) {
     const int b = bin_of(static_cast<M>(t));
@@ -192,8 +147,9 @@ row_histogram_global_kernel(const T* x, int64_t length, int64_t bins, histc_math
     hi = h;
   }
   auto* out = reinterpret_cast<unsigned long long*>(counts + row * bins);
+  const HistcBins<M> bin_of(lo, hi, bins);
   for (int64_t i = threadIdx.x; i < length; i += blockDim.x) {
-    const int64_t b = histc_bin<M>(static_cast<M>(slice[i]), lo, hi, bins);
+    const int64_t b = bin_of(static_cast<M>(slice[i]));
     if (b >= 0) atomicAdd(&out[b], 1ull);
   }
 }
@@ -214,7 +170,7 @@ void launch_rows(const T* x, int64_t rows, int64_t length, const HistcPlan& plan
   const int threads = length <= 2048 ? 128 : length <= 8192 ? 256 : kRowThreads;
   const int warps = threads / kWarpSize;
 
-  if (bins >= kMaxSharedBins || bins * int64_t(sizeof(unsigned)) > budget) {
+  if (bins >= histogram::kMaxBinMapBins || bins * int64_t(sizeof(unsigned)) > budget) {
     TORCH_CHECK_NOT_IMPLEMENTED(rows <= INT_MAX, "smem.batched_histc: more than 2^31-1 slices");
     zero_counts();
     row_histogram_global_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(

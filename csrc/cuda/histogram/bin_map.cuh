@@ -1,5 +1,5 @@
 // Bin mapping for the histogram kernels: the range they bin into, and BinMap, the per-element
-// value -> bin step of every shared-memory kernel (the global-counter kernel uses histc_bin).
+// value -> bin step of every shared-memory kernel (the global-counter kernel uses HistcBins).
 #pragma once
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 namespace smem::cuda::histogram {
 
 // Integer input binned over a range whose bounds are multiples of 1/2 (histc(ids, E, 0, E),
-// bincount's [-1/2, E - 1/2], ...), where the float64 expression of histc_bin is an exact
+// bincount's [-1/2, E - 1/2], ...), where the float64 expression of HistcBins is an exact
 // integer quotient. With lo = L/2, hi = H/2, S = H - L and v in range, (v - lo) * bins is
 // A/2 for the integer A = (2v - L) * bins, so every float64 step is exact up to the
 // quotient A/S; rounding can lift A/S to the next integer k <= bins only from within
@@ -78,21 +78,23 @@ struct Range {
   }
 };
 
-// histc_bin (histc_bins.h) for the shared-memory kernels, whose bins are far below 2^22: the
+// HistcBins (histc_bins.h) for the shared-memory kernels, whose bins are far below 2^22: the
 // same expression, truncated in 32 bits (for v in range the quotient is at most
-// bins * (1 + 2^-22), so the value is histc_bin's; out of range, NaN and overflow give any
-// value, which is then discarded or clamped as there). Branch-free and 32-bit, with the range
-// loaded and bins converted once per thread: the per-element path of compute-bound kernels
-// has no 64-bit compares and no divergence.
+// bins * (1 + 2^-22), so the value is HistcBins's; out of range and NaN give any value, which is
+// then discarded). Branch-free and 32-bit, with the range loaded and bins converted once per
+// thread: the per-element path of compute-bound kernels has no 64-bit compares and no
+// divergence. v * range_scale - lo_scaled is one FMA, as v - lo was.
 template <typename M>
 struct BinMap {
-  M lo, hi, width, scale;
+  M lo, hi, range_scale, lo_scaled, width, scale;
   int bins;
   IntBins ints;
   static_assert(std::is_same_v<M, double>, "float has its own BinMap below");
   __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_), ints(range.ints) {
     range.load(lo, hi);
-    width = hi - lo;
+    range_scale = histc_scale(lo, hi, bins_);
+    lo_scaled = lo * range_scale;
+    width = hi * range_scale - lo_scaled;
     scale = static_cast<M>(bins_);
   }
   template <typename T>
@@ -100,7 +102,7 @@ struct BinMap {
     if constexpr (std::is_integral_v<T>)
       if (ints.on) return ints(t, static_cast<unsigned>(bins), outside);  // uniform per launch
     const M v = static_cast<M>(t);
-    const int b = min(__double2int_rz((v - lo) * scale / width), bins - 1);
+    const int b = min(__double2int_rz(fma(v, range_scale, -lo_scaled) * scale / width), bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
 };
@@ -114,19 +116,22 @@ struct BinMap {
 //   wherever FCHK would pass. That holds for every quotient that can land in a bin when the
 //   width and bins * width are far from the float limits (`fast`): q >= 1/2 needs t >= w/2,
 //   and then nothing in the steps comes near over- or underflow; smaller quotients are off by
-//   at most a few ulps, so they still truncate to 0. Other widths divide with '/'.
+//   at most a few ulps, so they still truncate to 0. Other widths, and the scaled ranges
+//   (histc_scale), divide with '/'.
 //   Truncation: for 0 <= q < 2^23, adding 2^23 rounding toward zero leaves trunc(q) in the
 //   low mantissa bits (one FADD instead of a quarter-rate F2I). Bins stay below 2^22.
 template <>
 struct BinMap<float> {
-  float lo, hi, width, scale, reciprocal;
+  float lo, hi, range_scale, lo_scaled, width, scale, reciprocal;
   int bins;
   bool fast;
   __device__ BinMap(const Range<float>& range, int bins_) : bins(bins_) {
     range.load(lo, hi);
-    width = hi - lo;
+    range_scale = histc_scale(lo, hi, bins_);
+    lo_scaled = lo * range_scale;
+    width = hi * range_scale - lo_scaled;
     scale = static_cast<float>(bins_);
-    fast = width >= 0x1p-100f && width * scale <= 0x1p100f;
+    fast = range_scale == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
     float approx;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
     reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
@@ -136,11 +141,14 @@ struct BinMap<float> {
     const float v = static_cast<float>(input);
     const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
     const float q0 = __fmul_rn(t, reciprocal);
-    const float q =
-        fast ? __fmaf_rn(reciprocal, __fmaf_rn(-width, q0, t), q0) : __fdiv_rn(t, width);
+    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-width, q0, t), q0) : slow(v);
     constexpr int kTwo23Bits = 0x4B000000;  // 2^23 as a float's bits
     const int b = min(__float_as_int(__fadd_rz(q, 0x1p23f)) - kTwo23Bits, bins - 1);
     return v >= lo && v <= hi ? b : outside;
+  }
+  // Ranges too narrow or too wide for the reciprocal, scaled ones included: HistcBins's steps.
+  __device__ float slow(float v) const {
+    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, range_scale, -lo_scaled), scale), width);
   }
 };
 // BinMap is exact below this many bins; more bins take the global-counter kernel.

@@ -211,11 +211,10 @@ histogram_global_kernel(const T* x, int64_t n, bool streaming, int64_t bins, Ran
                         Counts counts) {
   M lo, hi;
   range.load(lo, hi);
-  for_each_element<kVector>(x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x,
-                            int64_t(gridDim.x) * kHistThreads, streaming, [&](T v) {
-                              count_bin<kAggregate>(counts.add,
-                                                    histc_bin<M>(static_cast<M>(v), lo, hi, bins));
-                            });
+  const HistcBins<M> bin_of(lo, hi, bins);
+  for_each_element<kVector>(
+      x, n, blockIdx.x * int64_t(kHistThreads) + threadIdx.x, int64_t(gridDim.x) * kHistThreads,
+      streaming, [&](T v) { count_bin<kAggregate>(counts.add, bin_of(static_cast<M>(v))); });
   counts.finish(bins);
 }
 
