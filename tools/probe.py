@@ -82,7 +82,8 @@ def _hist(n, bins, dtype=torch.float32, lo=-4.0, hi=4.0, data="randn"):
          "bytes": lambda: torch.randint(0, 256, (n,), device=dev, dtype=dtype)}[data]()
     rlo, rhi = (lo, hi) if lo != hi else (x.min().item(), x.max().item())
     # torch's float counts are exact below 2^24 per bin: bin chunks of 2^23, summed in fp64
-    ref = sum(torch.histc(c.float(), bins, rlo, rhi).double() for c in x.split(1 << 23))
+    wide = (lambda c: c.double()) if dtype == torch.float64 else (lambda c: c.float())
+    ref = sum(torch.histc(wide(c), bins, rlo, rhi).double() for c in x.split(1 << 23))
     return (lambda: ops.histc(x, bins, lo, hi, dtype=torch.int64)), ref, x.numel() * x.element_size()
 
 
@@ -225,6 +226,8 @@ CASES = {
     "hist_u8_24m": lambda: _hist(24 << 20, 256, torch.uint8, lo=0.0, hi=256.0, data="bytes"),
     "hist_u8_24m_one_bin": lambda: _hist(24 << 20, 256, torch.uint8, data="one_bin"),
     "hist_bf16_12m": lambda: _hist(12 << 20, 256, torch.bfloat16),
+    "hist_fp64_16m": lambda: _hist(1 << 24, 256, torch.float64),
+    "hist_i32_auto_16m": lambda: _hist(1 << 24, 256, torch.int32, lo=0.0, hi=0.0, data="bytes"),
     "hist_bf16_12m_one_bin": lambda: _hist(12 << 20, 256, torch.bfloat16, data="one_bin"),
     "torch_moe_64": lambda: _moe(65536, 8, 64, histc=torch.histc),
     "torch_moe_128": lambda: _moe(65536, 8, 128, histc=torch.histc),
