@@ -50,10 +50,14 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
                    "min and max must be real numbers, but got a complex bound");
   const double lo = min.toDouble(), hi = max.toDouble();
   // Integer bounds past 2^53 can round to one double, which would silently mean auto-range.
-  TORCH_CHECK_VALUE(
-      !(min.isIntegral(false) && max.isIntegral(false) && lo == hi && min.toLong() != max.toLong()),
-      op, "min=", min.toLong(), " and max=", max.toLong(),
-      " are equal in float64, in which histc bins; give bounds that differ there");
+  // A Python int from 2^63 arrives unsigned, past any signed one.
+  if (min.isIntegral(false) && max.isIntegral(false) && lo == hi) {
+    const auto text = [](const at::Scalar& v) {
+      return v.isUnsigned() ? c10::str(v.toUInt64()) : c10::str(v.toLong());
+    };
+    TORCH_CHECK_VALUE(text(min) == text(max), op, "min=", text(min), " and max=", text(max),
+                      " round to the same float64 bound; give bounds that differ there");
+  }
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,
                     "] is not finite");
   TORCH_CHECK_VALUE(lo <= hi, op, "max must be larger than min, but got min=", lo, " and max=", hi);

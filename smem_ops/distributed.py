@@ -218,6 +218,9 @@ def _histc_handler(cls, func, types, args, kwargs):
     if tuple(placements) != tuple(x.placements):
         x = x.redistribute(mesh, placements)
     local = x.to_local()
+    from .ops import _histc_out_dtype
+
+    _histc_out_dtype(local, bins, lo, hi, dtype)  # the op's errors, before a global auto-range
     sharded = [p.is_shard() for p in placements]
     if any(sharded) and _is_auto_range(local.dtype, lo, hi):
         lo, hi = _global_finite_range(local, mesh, sharded)

@@ -8,7 +8,9 @@ Nothing changes on import. While enabled:
 - ``torch.histc`` on a CUDA tensor, and on a float32/float64 CPU tensor of at least
   ``CPU_MIN_NUMEL`` elements (where smem's CPU kernel measured faster), runs smem's histc and
   returns exactly what torch's kernel returns: the input dtype, torch's bin formula, edge and
-  NaN rules. CUDA int32 inputs of 4097-8192 elements over 64 bins or more
+  NaN rules. The exception: a range so wide that torch's ``(v - lo) * bins`` overflows (bounds
+  near the dtype's largest value), where torch's counts are not defined (its CUDA kernel indexes
+  past its counters) and smem's are the same formula scaled by 2^-64. CUDA int32 inputs of 4097-8192 elements over 64 bins or more
   (``CUDA_TORCH_INT32_NUMEL``), where torch's kernel measured faster, stay with torch outside
   deterministic mode. Cases smem does not serve (a range torch would reject, an
   integer range past exact float64 binning) run torch's original kernel, fetched with
@@ -182,7 +184,8 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
         info = torch.iinfo(x.dtype)
         if lo < info.min or hi > info.max or (hi - lo) * bins >= _EXACT_INT_SPAN:
             return None
-        if max(-lo, hi) > 2**53:  # smem bins integers in float64, exact to 2^53
+        # smem bins integers in float64: below 2^53 no integer outside the range rounds into it
+        if max(-lo, hi) >= 2**53:
             return None
     return lo, hi
 

@@ -307,8 +307,8 @@ def _histc_out_dtype(x: Tensor, bins: int, lo: float, hi: float,
         raise TypeError(f"{op}: min and max must be real numbers, but got a complex bound")
     if (isinstance(lo, int) and isinstance(hi, int) and lo != hi
             and float(lo) == float(hi)):
-        raise ValueError(f"{op}: min={lo} and max={hi} are equal in float64, in which histc "
-                         "bins; give bounds that differ there")
+        raise ValueError(f"{op}: min={lo} and max={hi} round to the same float64 bound; give "
+                         "bounds that differ there")
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"{op}: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")

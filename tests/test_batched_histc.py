@@ -211,8 +211,8 @@ def _error_cases(device):
          op + "min and max must be real numbers, but got a complex bound"),
         ("int bounds equal in float64",
          lambda: smem_ops.batched_histc(f(2, 3).long(), 10, 2**60, 2**60 + 1), ValueError,
-         op + "min=1152921504606846976 and max=1152921504606846977 are equal in float64, in "
-         "which histc bins; give bounds that differ there"),
+         op + "min=1152921504606846976 and max=1152921504606846977 round to the same float64 "
+         "bound; give bounds that differ there"),
         ("bound past fp16", lambda: smem_ops.batched_histc(f(2, 3).half(), 10, 0, 65505),
          ValueError, op + "range of [0, 65505] overflows the input dtype torch.float16"),
         ("bool", lambda: smem_ops.batched_histc(f(2, 3) > 0), TypeError,

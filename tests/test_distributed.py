@@ -343,6 +343,18 @@ def test_histc_auto_range(env, case):
             assert all("all_reduce" in str(k) for k in counts), counts
 
 
+def test_histc_sharded_raises_the_ops_errors(env):
+    # int bounds that round to one float64 raise on a sharded input too, not a global auto-range
+    x = torch.full((8, 12), 2**60, dtype=torch.int64, device=env.device)
+    with env.ranks():
+        for pls, mesh in (((S0,), env.mesh1), ((R,), env.mesh1), ((S0, S1), env.mesh2)):
+            dx = distribute_tensor(x, mesh, pls)
+            with pytest.raises(ValueError, match="round to the same float64 bound"):
+                ops.histc(dx, 4, 2**60, 2**60 + 1)
+            with pytest.raises(ValueError, match="bins must be > 0"):
+                ops.histc(dx, 0)
+
+
 def test_histc_unknown_placement_raises_naming_it(env):
     from smem_ops.distributed import _histc_handler
 

@@ -260,6 +260,21 @@ def test_histc_bounds_past_the_dtype_raise_as_torch(dtype, bound):
     assert str(got.value) == str(want.value)
 
 
+def test_int_bounds_from_2_53_stay_with_torch():
+    """smem bins integers in float64, where 2^53 + 1 rounds into a range ending at 2^53; torch's
+    CUDA kernel bins them in int64. A stand-in for a CUDA int64 tensor: the routing is host code."""
+    class CudaInt64:
+        is_cuda, dtype = True, torch.int64
+
+        def numel(self):
+            return 10
+
+    served = smem_ops.dropin._histc_range
+    assert served(CudaInt64(), 1, 1, 2**53 - 1) == (1, 2**53 - 1)
+    assert served(CudaInt64(), 1, 1, 2**53) is None
+    assert served(CudaInt64(), 1, -2**53, -2**53 + 1) is None
+
+
 @requires_cuda
 @pytest.mark.parametrize("x", [torch.full((10,), 1e8), torch.full((10,), 2.0**60).double()],
                          ids=["fp32 1e8", "fp64 2^60"])

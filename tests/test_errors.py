@@ -50,8 +50,12 @@ def _cases(device, grad=False):
          "smem.histc: min and max must be real numbers, but got a complex bound"),
         ("histc int bounds equal in float64",
          lambda: smem_ops.histc(f(5).long(), 10, -2**60 - 1, -2**60), ValueError,
-         ("smem.histc: min=-1152921504606846977 and max=-1152921504606846976 are equal in "
-          "float64, in which histc bins; give bounds that differ there")),
+         ("smem.histc: min=-1152921504606846977 and max=-1152921504606846976 round to the same "
+          "float64 bound; give bounds that differ there")),
+        ("histc unsigned bound equal in float64",
+         lambda: smem_ops.histc(f(5).long(), 10, 2**63 - 1, 2**63), ValueError,
+         ("smem.histc: min=9223372036854775807 and max=9223372036854775808 round to the same "
+          "float64 bound; give bounds that differ there")),
         ("histc bound past fp16", lambda: smem_ops.histc(f(5).half(), 10, 0, 1e5), ValueError,
          "smem.histc: range of [0, 100000] overflows the input dtype torch.float16"),
         ("histc bound past bf16", lambda: smem_ops.histc(f(5).bfloat16(), 10, -1e39, 0), ValueError,

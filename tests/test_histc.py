@@ -265,17 +265,26 @@ def test_range_near_the_dtype_limit(device, dtype, bins):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_int64_bounds_equal_in_float64_raise(device):
+@pytest.mark.parametrize("lo,hi", [(2**60, 2**60 + 1), (2**63 - 1, 2**63), (2**63, 2**63 + 1),
+                                   (-2**60 - 1, -2**60)], ids=["2^60", "2^63-1", "2^63", "-2^60"])
+def test_int_bounds_equal_in_float64_raise(device, lo, hi):
+    # a Python int from 2^63 reaches the op as an unsigned Scalar
     x = torch.full((5,), 2**60, device=device)
-    message = ("smem.histc: min=1152921504606846976 and max=1152921504606846977 are equal in "
-               "float64, in which histc bins; give bounds that differ there")
+    message = (f"smem.histc: min={lo} and max={hi} round to the same float64 bound; give bounds "
+               "that differ there")
     with pytest.raises(ValueError, match=re.escape(message)):
-        smem_ops.histc(x, 4, 2**60, 2**60 + 1)
+        smem_ops.histc(x, 4, lo, hi)
     with pytest.raises(ValueError, match=re.escape(message.replace("histc:", "batched_histc:"))):
-        smem_ops.batched_histc(x, 4, 2**60, 2**60 + 1)
-    # bounds that differ in float64 stay a range, and equal ones still mean auto-range
+        smem_ops.batched_histc(x, 4, lo, hi)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int_bounds_that_differ_in_float64_or_are_equal(device):
+    x = torch.full((5,), 2**60, device=device)
     assert smem_ops.histc(x, 4, 2**60 - 512, 2**60 + 512).tolist() == [0, 0, 5, 0]
-    assert smem_ops.histc(x, 4, 2**60, 2**60).tolist() == [5, 0, 0, 0]
+    assert smem_ops.histc(x, 4, 2**60, 2**60).tolist() == [5, 0, 0, 0]  # auto-range
+    f = make_tensor((1000,), torch.float64, device)
+    assert torch.equal(smem_ops.histc(f, 4, 2**63, 2**63), smem_ops.histc(f, 4))
 
 
 @pytest.mark.parametrize("device", DEVICES)
