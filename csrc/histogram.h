@@ -52,10 +52,14 @@ inline HistcPlan plan_histc(const at::Tensor& self, int64_t bins, const at::Scal
   // Integer bounds past 2^53 can round to one double, which would silently mean auto-range.
   // A Python int from 2^63 arrives unsigned, past any signed one.
   if (min.isIntegral(false) && max.isIntegral(false) && lo == hi) {
+    const bool u = min.isUnsigned();
+    const bool same = u == max.isUnsigned() &&
+                      (u ? min.toUInt64() == max.toUInt64() : min.toLong() == max.toLong());
     const auto text = [](const at::Scalar& v) {
       return v.isUnsigned() ? c10::str(v.toUInt64()) : c10::str(v.toLong());
     };
-    TORCH_CHECK_VALUE(text(min) == text(max), op, "min=", text(min), " and max=", text(max),
+    // the message's strings are built only when the check fails (auto-range passes here)
+    TORCH_CHECK_VALUE(same, op, "min=", text(min), " and max=", text(max),
                       " round to the same float64 bound; give bounds that differ there");
   }
   TORCH_CHECK_VALUE(std::isfinite(lo) && std::isfinite(hi), op, "range of [", lo, ", ", hi,

@@ -201,6 +201,8 @@ def _histc_handler(cls, func, types, args, kwargs):
     (not additive under a histogram) is first reduce-scattered (_scatter_target)."""
     from torch.distributed.tensor import DTensor, Partial, Replicate
 
+    from .ops import _histc_out_dtype
+
     x, bins, lo, hi, dtype = _histc_args(args, kwargs)
     if not isinstance(x, DTensor):
         raise TypeError(f"smem.histc: expected a DTensor input here, got {type(x).__name__}")
@@ -218,8 +220,6 @@ def _histc_handler(cls, func, types, args, kwargs):
     if tuple(placements) != tuple(x.placements):
         x = x.redistribute(mesh, placements)
     local = x.to_local()
-    from .ops import _histc_out_dtype
-
     _histc_out_dtype(local, bins, lo, hi, dtype)  # the op's errors, before a global auto-range
     sharded = [p.is_shard() for p in placements]
     if any(sharded) and _is_auto_range(local.dtype, lo, hi):

@@ -10,11 +10,12 @@ Nothing changes on import. While enabled:
   returns exactly what torch's kernel returns: the input dtype, torch's bin formula, edge and
   NaN rules. The exception: a range so wide that torch's ``(v - lo) * bins`` overflows (bounds
   near the dtype's largest value), where torch's counts are not defined (its CUDA kernel indexes
-  past its counters) and smem's are the same formula scaled by 2^-64. CUDA int32 inputs of 4097-8192 elements over 64 bins or more
-  (``CUDA_TORCH_INT32_NUMEL``), where torch's kernel measured faster, stay with torch outside
-  deterministic mode. Cases smem does not serve (a range torch would reject, an
-  integer range past exact float64 binning) run torch's original kernel, fetched with
-  ``torch.library.get_kernel`` before the override, so they give torch's own result or error.
+  past its counters) and smem's are the same formula scaled by 2^-64. CUDA int32 inputs of
+  4097-8192 elements over 64 bins or more (``CUDA_TORCH_INT32_NUMEL``), where torch's kernel
+  measured faster, stay with torch outside deterministic mode. Cases smem does not serve (a
+  range torch would reject, an integer range past exact float64 binning) run torch's original
+  kernel, fetched with ``torch.library.get_kernel`` before the override, so they give torch's
+  own result or error.
   fp16/bf16 inputs, which torch's CUDA kernel rejects, are served. Deterministic, so it runs
   under ``torch.use_deterministic_algorithms(True)``.
 - ``torch.histogram`` (both overloads) gets the CUDA kernel torch lacks, matching the CPU
@@ -53,7 +54,7 @@ CPU_MIN_NUMEL = 1 << 16
 CUDA_TORCH_INT32_NUMEL = (1 << 12, 1 << 13)  # (above, up to and including)
 CUDA_TORCH_INT32_MIN_BINS = 64
 _HISTOGRAM_OPS = ("histogram.bin_ct", "histogram.bins_tensor")
-# integer binning is exact in float64 while (hi - lo) * bins stays below 2^53
+# integer binning is exact in float64 while (hi - lo) * bins and the bounds stay below 2^53
 _EXACT_INT_SPAN = 2.0**53
 
 _state: dict | None = None
@@ -182,10 +183,10 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
         return None
     if not x.dtype.is_floating_point:
         info = torch.iinfo(x.dtype)
-        if lo < info.min or hi > info.max or (hi - lo) * bins >= _EXACT_INT_SPAN:
-            return None
-        # smem bins integers in float64: below 2^53 no integer outside the range rounds into it
-        if max(-lo, hi) >= 2**53:
+        # smem bins integers in float64: exact while (hi - lo) * bins and the bounds stay below
+        # 2^53, where no integer outside the range rounds into it
+        if (lo < info.min or hi > info.max or (hi - lo) * bins >= _EXACT_INT_SPAN
+                or max(-lo, hi) >= _EXACT_INT_SPAN):
             return None
     return lo, hi
 
