@@ -38,23 +38,32 @@ C10_HOST_DEVICE inline M histc_scale(M lo, M hi, int64_t bins) {
              : static_cast<M>(0x1p-64);
 }
 
+// The constants of histc's steps scaled by histc_scale's s over [lo, hi]: the bin of v is
+// (v * scale - lo) * bins / width, torch's (v - lo) * bins / (hi - lo) when s is 1. Every bin
+// computation (HistcBins below, the CUDA kernels' BinMap) takes them from here.
+template <typename M>
+struct HistcScaledRange {
+  M scale, lo, width;  // s, lo * s, hi * s - lo * s
+  HistcScaledRange() = default;
+  C10_HOST_DEVICE HistcScaledRange(M lo_, M hi_, int64_t bins)
+      : scale(histc_scale(lo_, hi_, bins)), lo(lo_ * scale), width(hi_ * scale - lo) {}
+};
+
 // Bins of one histc over [lo, hi] (lo < hi, both finite), prepared once per range. The bin of v
 // is -1 when v is outside the range or NaN; else torch.histc's (v - lo) * bins / (hi - lo),
 // truncated, with the same evaluation order, so that edge values land in the same bin; v == hi
 // goes to the last bin. The CUDA shared-memory kernels' BinMap computes the same.
 template <typename M>
 struct HistcBins {
-  M lo, hi, scale, lo_scaled, width_scaled;
+  M lo, hi;
+  HistcScaledRange<M> scaled;
   int64_t bins;
   C10_HOST_DEVICE HistcBins(M lo_, M hi_, int64_t bins_)
-      : lo(lo_), hi(hi_), scale(histc_scale(lo_, hi_, bins_)), bins(bins_) {
-    lo_scaled = lo * scale;
-    width_scaled = hi * scale - lo_scaled;
-  }
+      : lo(lo_), hi(hi_), scaled(lo_, hi_, bins_), bins(bins_) {}
   C10_HOST_DEVICE int64_t operator()(M v) const {
     if (!(v >= lo && v <= hi)) return -1;
     const int64_t b =
-        static_cast<int64_t>((v * scale - lo_scaled) * static_cast<M>(bins) / width_scaled);
+        static_cast<int64_t>((v * scaled.scale - scaled.lo) * static_cast<M>(bins) / scaled.width);
     return b >= bins ? bins - 1 : b;
   }
 };

@@ -83,18 +83,17 @@ struct Range {
 // bins * (1 + 2^-22), so the value is HistcBins's; out of range and NaN give any value, which is
 // then discarded). Branch-free and 32-bit, with the range loaded and bins converted once per
 // thread: the per-element path of compute-bound kernels has no 64-bit compares and no
-// divergence. v * range_scale - lo_scaled is one FMA, as v - lo was.
+// divergence. v * s - lo * s is one FMA, as v - lo was.
 template <typename M>
 struct BinMap {
-  M lo, hi, range_scale, lo_scaled, width, scale;
+  M lo, hi, scale;
+  HistcScaledRange<M> scaled;
   int bins;
   IntBins ints;
   static_assert(std::is_same_v<M, double>, "float has its own BinMap below");
   __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_), ints(range.ints) {
     range.load(lo, hi);
-    range_scale = histc_scale(lo, hi, bins_);
-    lo_scaled = lo * range_scale;
-    width = hi * range_scale - lo_scaled;
+    scaled = HistcScaledRange<M>(lo, hi, bins_);
     scale = static_cast<M>(bins_);
   }
   template <typename T>
@@ -102,7 +101,8 @@ struct BinMap {
     if constexpr (std::is_integral_v<T>)
       if (ints.on) return ints(t, static_cast<unsigned>(bins), outside);  // uniform per launch
     const M v = static_cast<M>(t);
-    const int b = min(__double2int_rz(fma(v, range_scale, -lo_scaled) * scale / width), bins - 1);
+    const int b =
+        min(__double2int_rz(fma(v, scaled.scale, -scaled.lo) * scale / scaled.width), bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
 };
@@ -122,16 +122,16 @@ struct BinMap {
 //   low mantissa bits (one FADD instead of a quarter-rate F2I). Bins stay below 2^22.
 template <>
 struct BinMap<float> {
-  float lo, hi, range_scale, lo_scaled, width, scale, reciprocal;
+  float lo, hi, scale, reciprocal;
+  HistcScaledRange<float> scaled;
   int bins;
   bool fast;
   __device__ BinMap(const Range<float>& range, int bins_) : bins(bins_) {
     range.load(lo, hi);
-    range_scale = histc_scale(lo, hi, bins_);
-    lo_scaled = lo * range_scale;
-    width = hi * range_scale - lo_scaled;
+    scaled = HistcScaledRange<float>(lo, hi, bins_);
     scale = static_cast<float>(bins_);
-    fast = range_scale == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
+    const float width = scaled.width;  // hi - lo where the scale is 1
+    fast = scaled.scale == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
     float approx;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
     reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
@@ -141,14 +141,14 @@ struct BinMap<float> {
     const float v = static_cast<float>(input);
     const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
     const float q0 = __fmul_rn(t, reciprocal);
-    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-width, q0, t), q0) : slow(v);
+    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-scaled.width, q0, t), q0) : slow(v);
     constexpr int kTwo23Bits = 0x4B000000;  // 2^23 as a float's bits
     const int b = min(__float_as_int(__fadd_rz(q, 0x1p23f)) - kTwo23Bits, bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
   // Ranges too narrow or too wide for the reciprocal, scaled ones included: HistcBins's steps.
   __device__ float slow(float v) const {
-    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, range_scale, -lo_scaled), scale), width);
+    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, scaled.scale, -scaled.lo), scale), scaled.width);
   }
 };
 // BinMap is exact below this many bins; more bins take the global-counter kernel.
