@@ -258,6 +258,38 @@ def test_split_float_rows_non_finite(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape,dim", [((20000, 16), 0), ((4, 2000, 128), 1), ((3, 3001, 130), 1),
+                                       ((1, 70_000, 24), 1), ((2, 9000, 1000), 1)], ids=str)
+def test_split_float_columns(device, dtype, shape, dim):
+    """Long columns split over blocks (on CUDA: vectorized and scalar columns, 8 and 32 lanes,
+    fp32's 8 loads in flight with 32 lanes and a guarded batch where a split's rows end): a
+    float64 reference, repeatable bits, nothing left over for the next call (new values, and a
+    split row sum in between, which uses the same counters' workspace), and NaN and infinities
+    in different splits' rows."""
+    x = make_tensor(shape, dtype, device)
+    for y in (x, -0.5 * x.flip(dim)):
+        ref = y.double().sum(dim)
+        out = smem_ops.sum(y, dim)
+        assert out.dtype == dtype
+        ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}
+        bound = ulp[dtype] * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(dim)
+        assert ((out.double() - ref).abs() <= bound).all()
+        assert torch.equal(smem_ops.sum(y, dim), out)
+        smem_ops.sum(y.flatten())  # a split row in between
+    n = shape[dim]
+    for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)]):
+        y = x.clone()
+        for at, v in spots:
+            y.select(dim, at).select(-1, 1).fill_(v)  # column 1 of every outer index
+        want, got = y.double().sum(dim).to(dtype), smem_ops.sum(y, dim)
+        special = ~want.isfinite()
+        assert special.any() and torch.equal(got.isnan(), want.isnan())
+        assert torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
+        assert got[~special].isfinite().all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_infinite_sums_stay_infinite(device, dtype):
     """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,

@@ -70,6 +70,11 @@ def _squares():
     return (lambda: ops.sum_of_squares(x)), SumRef(x.double() ** 2), x.numel() * 4
 
 
+def _squares_mid():
+    x = _randn((32, 4096, 128))
+    return (lambda: ops.sum_of_squares(x, [1])), SumRef(x.double() ** 2, 1), x.numel() * 4
+
+
 def _dot():
     a, b = _randn(1 << 24), _randn(1 << 24)
     return (lambda: ops.dot(a, b)), SumRef(a.double() * b.double()), 2 * a.numel() * 4
@@ -202,6 +207,7 @@ CASES = {
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
     "sum_mid_bf16_64": lambda: _sum((32, 8192, 64), torch.bfloat16, dim=1),
     "squares_16m": _squares,
+    "squares_mid": _squares_mid,
     "dot_16m": _dot,
     "hist_4k": lambda: _hist(1 << 12, 256),
     "hist_64k_elems": lambda: _hist(1 << 16, 256),

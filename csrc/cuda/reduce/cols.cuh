@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "cuda/reduce/thread_partial.cuh"
@@ -32,6 +33,8 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
+  constexpr int kInFlight =
+      std::is_same_v<T, float> && kLanes == 32 ? kColFloatLoadsInFlight : kLoadsInFlight;
   // Where a block has 32 slices (kLanes == 8), its 8 writers adding them all (32 x V values
   // each) were the block's tail, so every thread first adds V consecutive slices of one
   // column, and each writer then adds the kGroups group sums of its V columns, in group order.
@@ -92,7 +95,7 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
     };
     Accumulator<A> acc[V];
     if (c < inner)
-      for_each_batched<kLoadsInFlight>(
+      for_each_batched<kInFlight>(
           blockIdx.y * run + threadIdx.y, r_end, kSlices,
           [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
           [&](const Pair<VecT>& v) {

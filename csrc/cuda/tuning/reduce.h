@@ -42,6 +42,10 @@ constexpr int64_t kRunBytes = int64_t(64) << 10;
 // 2 left the mid-dim fp32 sums 2-3% slower and 3 gained nothing.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 4;
+// Loads in flight per thread in column sums of fp32 rows of 32 vectors or more (32 lanes): 8,
+// where 4 left the (32, 4096, 128) and 4096^2 sums 0.6 us slower (docs/PERFORMANCE.md). Not for
+// 8 lanes (fp32 (32, 8192, 64) 0.8 us slower) nor for bf16 rows (8192^2 bf16 several us slower).
+constexpr int kColFloatLoadsInFlight = 8;
 // Column sums read evict-first up to this many L2 sizes, fewer than the others
 // (kStreamOnceL2Sizes): 8192^2 fp32 (5 L2 sizes) took 100.3-100.6 us so, 99.4-99.5 without.
 constexpr int kColStreamOnceL2Sizes = 4;
