@@ -43,10 +43,11 @@ C10_HOST_DEVICE inline M histc_scale(M lo, M hi, int64_t bins) {
 // computation (HistcBins below, the CUDA kernels' BinMap) takes them from here.
 template <typename M>
 struct HistcScaledRange {
-  M scale, lo, width;  // s, lo * s, hi * s - lo * s
+  // s, lo * s, hi * s - lo * s; initialized in this order (each from the one before)
+  M s, lo_s, width_s;
   HistcScaledRange() = default;
   C10_HOST_DEVICE HistcScaledRange(M lo_, M hi_, int64_t bins)
-      : scale(histc_scale(lo_, hi_, bins)), lo(lo_ * scale), width(hi_ * scale - lo) {}
+      : s(histc_scale(lo_, hi_, bins)), lo_s(lo_ * s), width_s(hi_ * s - lo_s) {}
 };
 
 // Bins of one histc over [lo, hi] (lo < hi, both finite), prepared once per range. The bin of v
@@ -63,7 +64,7 @@ struct HistcBins {
   C10_HOST_DEVICE int64_t operator()(M v) const {
     if (!(v >= lo && v <= hi)) return -1;
     const int64_t b =
-        static_cast<int64_t>((v * scaled.scale - scaled.lo) * static_cast<M>(bins) / scaled.width);
+        static_cast<int64_t>((v * scaled.s - scaled.lo_s) * static_cast<M>(bins) / scaled.width_s);
     return b >= bins ? bins - 1 : b;
   }
 };

@@ -102,7 +102,7 @@ struct BinMap {
       if (ints.on) return ints(t, static_cast<unsigned>(bins), outside);  // uniform per launch
     const M v = static_cast<M>(t);
     const int b =
-        min(__double2int_rz(fma(v, scaled.scale, -scaled.lo) * scale / scaled.width), bins - 1);
+        min(__double2int_rz(fma(v, scaled.s, -scaled.lo_s) * scale / scaled.width_s), bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
 };
@@ -117,7 +117,7 @@ struct BinMap {
 //   width and bins * width are far from the float limits (`fast`): q >= 1/2 needs t >= w/2,
 //   and then nothing in the steps comes near over- or underflow; smaller quotients are off by
 //   at most a few ulps, so they still truncate to 0. Other widths, and the scaled ranges
-//   (histc_scale), divide with '/'.
+//   (histc_scale), divide with __fdiv_rn.
 //   Truncation: for 0 <= q < 2^23, adding 2^23 rounding toward zero leaves trunc(q) in the
 //   low mantissa bits (one FADD instead of a quarter-rate F2I). Bins stay below 2^22.
 template <>
@@ -130,8 +130,8 @@ struct BinMap<float> {
     range.load(lo, hi);
     scaled = HistcScaledRange<float>(lo, hi, bins_);
     scale = static_cast<float>(bins_);
-    const float width = scaled.width;  // hi - lo where the scale is 1
-    fast = scaled.scale == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
+    const float width = scaled.width_s;  // hi - lo where s is 1
+    fast = scaled.s == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
     float approx;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
     reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
@@ -141,14 +141,14 @@ struct BinMap<float> {
     const float v = static_cast<float>(input);
     const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
     const float q0 = __fmul_rn(t, reciprocal);
-    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-scaled.width, q0, t), q0) : slow(v);
+    const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-scaled.width_s, q0, t), q0) : slow(v);
     constexpr int kTwo23Bits = 0x4B000000;  // 2^23 as a float's bits
     const int b = min(__float_as_int(__fadd_rz(q, 0x1p23f)) - kTwo23Bits, bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
   // Ranges too narrow or too wide for the reciprocal, scaled ones included: HistcBins's steps.
   __device__ float slow(float v) const {
-    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, scaled.scale, -scaled.lo), scale), scaled.width);
+    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, scaled.s, -scaled.lo_s), scale), scaled.width_s);
   }
 };
 // BinMap is exact below this many bins; more bins take the global-counter kernel.

@@ -34,7 +34,7 @@ reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* 
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
   constexpr int kInFlight =
-      std::is_same_v<T, float> && kLanes == 32 ? kColFloatLoadsInFlight : kLoadsInFlight;
+      std::is_same_v<T, float> && V == 4 && kLanes == 32 ? kColFloatLoadsInFlight : kLoadsInFlight;
   // Where a block has 32 slices (kLanes == 8), its 8 writers adding them all (32 x V values
   // each) were the block's tail, so every thread first adds V consecutive slices of one
   // column, and each writer then adds the kGroups group sums of its V columns, in group order.

@@ -38,13 +38,16 @@ constexpr int kRunMaxBlocksPerSm = 32;
 constexpr int64_t kRunBytes = int64_t(64) << 10;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
-// (fewer where fewer are resident): 4 x 256 threads x 4 x 16 bytes in flight per SM, where
-// 2 left the mid-dim fp32 sums 2-3% slower and 3 gained nothing.
+// (fewer where fewer are resident): 4 x 256 threads x 4 (or kColFloatLoadsInFlight) x 16 bytes
+// in flight per SM, where 2 left the mid-dim fp32 sums 2-3% slower and 3 gained nothing.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 4;
-// Loads in flight per thread in column sums of fp32 rows of 32 vectors or more (32 lanes): 8,
-// where 4 left the (32, 4096, 128) and 4096^2 sums 0.6 us slower (docs/PERFORMANCE.md). Not for
-// 8 lanes (fp32 (32, 8192, 64) 0.8 us slower) nor for bf16 rows (8192^2 bf16 several us slower).
+// 16-byte loads in flight per thread in column sums of fp32 rows of 32 vectors or more (32
+// lanes): 8, where 4 left the (32, 4096, 128) and 4096^2 sums 0.6 us slower (docs/PERFORMANCE.md).
+// The kernel then takes 64 registers (sm_90; 48 with 4), so 4 blocks of 256 are resident per SM,
+// not 5: that is still kColBlocksPerSm, but one register more would cost the splits a block per
+// SM. Not for 8 lanes (fp32 (32, 8192, 64) 0.8 us slower), bf16 rows (8192^2 bf16 several us
+// slower) or scalar columns (not measured).
 constexpr int kColFloatLoadsInFlight = 8;
 // Column sums read evict-first up to this many L2 sizes, fewer than the others
 // (kStreamOnceL2Sizes): 8192^2 fp32 (5 L2 sizes) took 100.3-100.6 us so, 99.4-99.5 without.
