@@ -39,7 +39,7 @@ C10_HOST_DEVICE inline M histc_scale(M lo, M hi, int64_t bins) {
 }
 
 // The constants of histc's steps scaled by histc_scale's s over [lo, hi]: the bin of v is
-// (v * scale - lo) * bins / width, torch's (v - lo) * bins / (hi - lo) when s is 1. Every bin
+// (v * s - lo_s) * bins / width_s, torch's (v - lo) * bins / (hi - lo) when s is 1. Every bin
 // computation (HistcBins below, the CUDA kernels' BinMap) takes them from here.
 template <typename M>
 struct HistcScaledRange {

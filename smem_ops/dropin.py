@@ -183,8 +183,7 @@ def _histc_range(x: torch.Tensor, bins, lo, hi) -> tuple[float, float] | None:
         return None
     if not x.dtype.is_floating_point:
         info = torch.iinfo(x.dtype)
-        # smem bins integers in float64: exact while (hi - lo) * bins and the bounds stay below
-        # 2^53, where no integer outside the range rounds into it
+        # past _EXACT_INT_SPAN an integer outside the range can round into it
         if (lo < info.min or hi > info.max or (hi - lo) * bins >= _EXACT_INT_SPAN
                 or max(-lo, hi) >= _EXACT_INT_SPAN):
             return None

@@ -268,11 +268,11 @@ def test_split_float_columns(device, dtype, shape, dim):
     split row sum in between, which uses the same counters' workspace), and NaN and infinities
     in different splits' rows."""
     x = make_tensor(shape, dtype, device)
+    ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}
     for y in (x, -0.5 * x.flip(dim)):
         ref = y.double().sum(dim)
         out = smem_ops.sum(y, dim)
         assert out.dtype == dtype
-        ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}
         bound = ulp[dtype] * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(dim)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, dim), out)

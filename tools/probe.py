@@ -65,14 +65,10 @@ def _sum(shape, dtype=torch.float32, dim=None, impl="smem"):
     return (lambda: op(x)), SumRef(x.double(), dim), x.numel() * x.element_size()
 
 
-def _squares():
-    x = _randn(1 << 24)
-    return (lambda: ops.sum_of_squares(x)), SumRef(x.double() ** 2), x.numel() * 4
-
-
-def _squares_mid():
-    x = _randn((32, 4096, 128))
-    return (lambda: ops.sum_of_squares(x, [1])), SumRef(x.double() ** 2, 1), x.numel() * 4
+def _squares(shape=1 << 24, dim=None):
+    x = _randn(shape)
+    op = (lambda: ops.sum_of_squares(x)) if dim is None else (lambda: ops.sum_of_squares(x, [dim]))
+    return op, SumRef(x.double() ** 2, dim), x.numel() * 4
 
 
 def _dot():
@@ -207,7 +203,7 @@ CASES = {
     "sum_mid_64": lambda: _sum((32, 8192, 64), dim=1),
     "sum_mid_bf16_64": lambda: _sum((32, 8192, 64), torch.bfloat16, dim=1),
     "squares_16m": _squares,
-    "squares_mid": _squares_mid,
+    "squares_mid": lambda: _squares((32, 4096, 128), 1),
     "dot_16m": _dot,
     "hist_4k": lambda: _hist(1 << 12, 256),
     "hist_64k_elems": lambda: _hist(1 << 16, 256),
