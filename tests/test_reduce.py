@@ -258,27 +258,32 @@ def test_split_float_rows_non_finite(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
 @pytest.mark.parametrize("shape,dim", [((20000, 16), 0), ((4, 2000, 128), 1), ((3, 3001, 130), 1),
-                                       ((1, 70_000, 24), 1), ((2, 9000, 1000), 1)], ids=str)
+                                       ((1, 70_000, 24), 1), ((2, 9000, 1000), 1),
+                                       ((16, 4000, 64), 1), ((3, 2100, 132), 1)], ids=str)
 def test_split_float_columns(device, dtype, shape, dim):
     """Long columns split over blocks (on CUDA: vectorized and scalar columns, 8 and 32 lanes,
-    fp32's 8 loads in flight with 32 lanes and a guarded batch where a split's rows end): a
-    float64 reference, repeatable bits, nothing left over for the next call (new values, and a
-    split row sum in between, which uses the same counters' workspace), and NaN and infinities
-    in different splits' rows."""
+    fp32's 8 loads in flight with 32 lanes, a guarded batch where a split's rows end, and a
+    tile whose last lanes have no column): a float64 reference (float64 input: torch's own
+    sum), repeatable bits, nothing left over for the next call (new values, and a split row sum
+    in between, which uses the same counters' workspace), and NaN and infinities in different
+    splits' rows."""
     x = make_tensor(shape, dtype, device)
-    ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}
+    ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10,
+           torch.float64: 2.0 ** -52}
+    acc_eps = 2.3e-16 if dtype == torch.float64 else 1.2e-7  # of the accumulate type
     for y in (x, -0.5 * x.flip(dim)):
         ref = y.double().sum(dim)
         out = smem_ops.sum(y, dim)
         assert out.dtype == dtype
-        bound = ulp[dtype] * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(dim)
+        bound = ulp[dtype] * ref.abs() + 4 * acc_eps * y.abs().double().sum(dim)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, dim), out)
         flat = y.flatten()  # a split row in between
         assert (smem_ops.sum(flat).double() - flat.double().sum()).abs() <= (
-            ulp[dtype] * flat.double().sum().abs() + 4 * 1.2e-7 * flat.abs().double().sum())
+            ulp[dtype] * flat.double().sum().abs() + 4 * acc_eps * flat.abs().double().sum())
     n = shape[dim]
     for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)]):
         y = x.clone()
