@@ -86,7 +86,7 @@ struct Range {
 // divergence. v * s - lo * s is one FMA, as v - lo was.
 template <typename M>
 struct BinMap {
-  M lo, hi, scale;
+  M lo, hi, bins_m;  // bins_m: bins in M, the numerator's factor
   HistcScaledRange<M> scaled;
   int bins;
   IntBins ints;
@@ -94,7 +94,7 @@ struct BinMap {
   __device__ BinMap(const Range<M>& range, int bins_) : bins(bins_), ints(range.ints) {
     range.load(lo, hi);
     scaled = HistcScaledRange<M>(lo, hi, bins_);
-    scale = static_cast<M>(bins_);
+    bins_m = static_cast<M>(bins_);
   }
   template <typename T>
   __device__ int operator()(T t, int outside = -1) const {
@@ -102,7 +102,7 @@ struct BinMap {
       if (ints.on) return ints(t, static_cast<unsigned>(bins), outside);  // uniform per launch
     const M v = static_cast<M>(t);
     const int b =
-        min(__double2int_rz(fma(v, scaled.s, -scaled.lo_s) * scale / scaled.width_s), bins - 1);
+        min(__double2int_rz(fma(v, scaled.s, -scaled.lo_s) * bins_m / scaled.width_s), bins - 1);
     return v >= lo && v <= hi ? b : outside;
   }
 };
@@ -122,16 +122,16 @@ struct BinMap {
 //   low mantissa bits (one FADD instead of a quarter-rate F2I). Bins stay below 2^22.
 template <>
 struct BinMap<float> {
-  float lo, hi, scale, reciprocal;
+  float lo, hi, bins_f, reciprocal;  // bins_f: bins as a float, the numerator's factor
   HistcScaledRange<float> scaled;
   int bins;
   bool fast;
   __device__ BinMap(const Range<float>& range, int bins_) : bins(bins_) {
     range.load(lo, hi);
     scaled = HistcScaledRange<float>(lo, hi, bins_);
-    scale = static_cast<float>(bins_);
+    bins_f = static_cast<float>(bins_);
     const float width = scaled.width_s;  // hi - lo where s is 1
-    fast = scaled.s == 1.0f && width >= 0x1p-100f && width * scale <= 0x1p100f;
+    fast = scaled.s == 1.0f && width >= 0x1p-100f && width * bins_f <= 0x1p100f;
     float approx;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(width));
     reciprocal = __fmaf_rn(approx, __fmaf_rn(-width, approx, 1.0f), approx);
@@ -139,7 +139,7 @@ struct BinMap<float> {
   template <typename T>
   __device__ int operator()(T input, int outside = -1) const {
     const float v = static_cast<float>(input);
-    const float t = __fmul_rn(__fsub_rn(v, lo), scale);  // torch's numerator, rounded as there
+    const float t = __fmul_rn(__fsub_rn(v, lo), bins_f);  // torch's numerator, rounded as there
     const float q0 = __fmul_rn(t, reciprocal);
     const float q = fast ? __fmaf_rn(reciprocal, __fmaf_rn(-scaled.width_s, q0, t), q0) : slow(v);
     constexpr int kTwo23Bits = 0x4B000000;  // 2^23 as a float's bits
@@ -148,7 +148,7 @@ struct BinMap<float> {
   }
   // Ranges too narrow or too wide for the reciprocal, scaled ones included: HistcBins's steps.
   __device__ float slow(float v) const {
-    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, scaled.s, -scaled.lo_s), scale), scaled.width_s);
+    return __fdiv_rn(__fmul_rn(__fmaf_rn(v, scaled.s, -scaled.lo_s), bins_f), scaled.width_s);
   }
 };
 // BinMap is exact below this many bins; more bins take the global-counter kernel.
