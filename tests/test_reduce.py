@@ -199,16 +199,20 @@ def test_bitwise_repeatable(device, dtype):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17),
-                                   (64, (1 << 16) + 1), ((1 << 24) + 3,), (2, (1 << 23) + 5)],
-                         ids=str)
-def test_split_float_rows(device, shape):
+                                   (64, (1 << 16) + 1), ((1 << 24) + 3,), (2, (1 << 23) + 5),
+                                   (1 << 20,), (1 << 24,), (2, 1 << 23)], ids=str)
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
+def test_split_float_rows(device, shape, offset):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
     partials pass through slots; tickets taken as the blocks start where the grid is one row
     or resident at once, as they finish where it is not: the 64 rows on a 132-SM GPU; one run
-    per 64 KB where that is more runs than 4 blocks per SM give: the 64 MB row, 1024 runs, and
-    the two 32 MB rows, 512 each): a float64 reference, repeatable bits, and no slot left
-    holding a partial for the next call (new values, same shape)."""
-    x = make_tensor(shape, torch.float32, device)
+    per 64 KB where that is more runs than 4 blocks per SM give: the 64 MB rows, 1024 runs, and
+    the two 32 MB rows, 512 each; runs that are whole batches of every thread's loads: the
+    power-of-two rows; each shape's storage 16-byte aligned, or one element off it, where runs
+    start with a scalar head): a float64 reference, repeatable bits, and no slot left holding a
+    partial for the next call (new values, same shape)."""
+    numel = math.prod(shape)
+    x = make_tensor((numel + offset,), torch.float32, device)[offset:].view(shape)
     for y in (x, 2 - x):  # new values of the same shape: no slot may keep an old partial
         ref = y.double().sum(-1)
         out = smem_ops.sum(y, -1)
