@@ -205,15 +205,25 @@ def test_bitwise_repeatable(device, dtype):
 def test_split_float_rows(device, shape, offset):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
     partials pass through slots; tickets taken as the blocks start where the grid is one row
-    or resident at once, as they finish where it is not: the 64 rows on a 132-SM GPU; one run
-    per 64 KB where that is more runs than 4 blocks per SM give: the 64 MB rows, 1024 runs, and
-    the two 32 MB rows, 512 each; runs that are whole batches of every thread's loads: the
-    power-of-two rows; each shape's storage 16-byte aligned, or one element off it, where runs
-    start with a scalar head): a float64 reference, repeatable bits, and no slot left holding a
-    partial for the next call (new values, same shape)."""
+    or resident at once, as they finish where it is not: on a 132-SM GPU, which holds 3 blocks of
+    512 per SM, the 64 rows and the two-row shapes; one run per 64 KB where that is more runs than
+    4 blocks per SM give: the 64 MB rows, 1024 runs, and the 32 MB rows, 512 each; runs that are
+    whole batches of every thread's loads: the power-of-two rows), stored 16-byte aligned or one
+    element off it, which moves every row's 16-byte phase (the runs' scalar heads and tails): a
+    float64 reference, repeatable bits, and no slot left holding a partial for the next call (new
+    values, same shape)."""
     numel = math.prod(shape)
-    x = make_tensor((numel + offset,), torch.float32, device)[offset:].view(shape)
-    for y in (x, 2 - x):  # new values of the same shape: no slot may keep an old partial
+
+    def stored_at_offset(t):  # t's values, `offset` elements into a fresh buffer
+        return torch.empty(numel + offset, device=device)[offset:].view(t.shape).copy_(t)
+
+    x = make_tensor(shape, torch.float32, device)
+    # Large values at both ends of every row: a row that lost its first or last elements
+    # misses the bound by far (the bound on a 16M row is about 6).
+    x[..., :4] = torch.tensor([1e3, -2e3, 3e3, 4e3])
+    x[..., -4:] = torch.tensor([5e3, -6e3, 7e3, 8e3])
+    x = stored_at_offset(x)
+    for y in (x, stored_at_offset(2 - x)):  # new values: no slot may keep an old partial
         ref = y.double().sum(-1)
         out = smem_ops.sum(y, -1)
         assert out.dtype == torch.float32
@@ -223,9 +233,10 @@ def test_split_float_rows(device, shape, offset):
     assert ((sq.double() - x.double().square().sum(-1)).abs()
             <= 4 * 1.2e-7 * x.double().square().sum(-1)).all()
     flat = x.flatten()
-    d = smem_ops.dot(flat, flat.flip(0))
-    ref_d = (flat.double() * flat.flip(0).double()).sum()
-    assert (d.double() - ref_d).abs() <= 4 * 1.2e-7 * (flat.double() * flat.flip(0).double()).abs().sum()
+    rev = stored_at_offset(flat.flip(0))  # the same 16-byte phase as flat
+    d = smem_ops.dot(flat, rev)
+    ref_d = (flat.double() * rev.double()).sum()
+    assert (d.double() - ref_d).abs() <= 4 * 1.2e-7 * (flat.double() * rev.double()).abs().sum()
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -274,9 +285,9 @@ def test_split_float_columns(device, dtype, shape, dim):
     sum), repeatable bits, nothing left over for the next call (new values, and a split row sum
     in between, which uses the same counters' workspace), and NaN and infinities in different
     splits' rows."""
-    x = make_tensor(shape, dtype, device)
-    if dtype == torch.float64:  # 53-bit significands: a kernel that narrowed loads would fail
-        x = torch.randn(shape, dtype=dtype, device=device)
+    # float64 with 53-bit significands: a kernel that narrowed its loads would fail
+    x = (torch.randn(shape, dtype=dtype, device=device) if dtype == torch.float64
+         else make_tensor(shape, dtype, device))
     ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10,
            torch.float64: 2.0 ** -52}
     acc_eps = 2.3e-16 if dtype == torch.float64 else 1.2e-7  # of the accumulate type
