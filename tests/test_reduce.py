@@ -250,7 +250,7 @@ def test_split_half_rows(device, dtype, shape):
         ref = y.double().sum(-1)
         out = smem_ops.sum(y, -1)
         assert out.dtype == dtype
-        ulp = 2.0 ** -(7 if dtype == torch.bfloat16 else 10)
+        ulp = _eps(dtype)
         bound = ulp * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(-1)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, -1), out)
@@ -288,19 +288,18 @@ def test_split_float_columns(device, dtype, shape, dim):
     # float64 with 53-bit significands: a kernel that narrowed its loads would fail
     x = (torch.randn(shape, dtype=dtype, device=device) if dtype == torch.float64
          else make_tensor(shape, dtype, device))
-    ulp = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10,
-           torch.float64: 2.0 ** -52}
+    ulp = _eps(dtype)  # of the output dtype
     acc_eps = 2.3e-16 if dtype == torch.float64 else 1.2e-7  # of the accumulate type
     for y in (x, -0.5 * x.flip(dim)):
         ref = y.double().sum(dim)
         out = smem_ops.sum(y, dim)
         assert out.dtype == dtype
-        bound = ulp[dtype] * ref.abs() + 4 * acc_eps * y.abs().double().sum(dim)
+        bound = ulp * ref.abs() + 4 * acc_eps * y.abs().double().sum(dim)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, dim), out)
         flat = y.flatten()  # a split row in between
         assert (smem_ops.sum(flat).double() - flat.double().sum()).abs() <= (
-            ulp[dtype] * flat.double().sum().abs() + 4 * acc_eps * flat.abs().double().sum())
+            ulp * flat.double().sum().abs() + 4 * acc_eps * flat.abs().double().sum())
     n = shape[dim]
     for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)]):
         y = x.clone()
