@@ -36,7 +36,7 @@ import smem_ops
 from .cases import FAMILIES, GOALS, Case, Sweep, cupy_with_cub, dtype_name, is_goal, ladder_cases
 from .provenance import RESULTS, SCRATCH, commit, slug
 from .report import format_row, goal_summary, header, markdown, plot
-from .timing import copy_ceiling_gbs, device_copy, time_cpu, time_device, time_wall
+from .timing import HEAD_START_US, copy_ceiling_gbs, device_copy, time_cpu, time_device, time_wall
 
 # --------------------------------------------------------------------------- driver
 
@@ -52,7 +52,8 @@ def environment(sw: Sweep, ceiling, args) -> dict:
            "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
     if sw.kind == "cuda":
         p = torch.cuda.get_device_properties(0)
-        wall_timer = "CUDA events, L2 flushed (persisting lines reset) before each, median"
+        wall_timer = ("CUDA events, L2 flushed (persisting lines reset) behind a "
+                      f"{HEAD_START_US:g} us spin before each, median")
 
         def empty():
             return torch.cuda._sleep(0)

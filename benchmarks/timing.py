@@ -6,8 +6,9 @@ device time  `time_device(fn)`: the durations of the device activities one call 
              (kernels, memcpys, memsets), summed, as CUPTI records them through torch.profiler
              (ProfilerActivity.CUDA); the median over many calls, the L2 flushed before each.
 wall time    `time_wall(fn)`: CUDA events around each call, the L2 flushed before each (the
-             same flush as device time's), median: triton.testing.do_bench's protocol, with
-             a flush that also resets persisting lines.
+             same flush as device time's) behind a 500 us spin that lets the host queue the
+             call first, median: triton.testing.do_bench's protocol, with a flush that also
+             resets persisting lines.
 
 How time_device attributes activities to calls. Each call is preceded by a flush, an in-place
 bitwise NOT of a 256 MB int32 buffer: it leaves the L2 holding the buffer's dirty lines, as
@@ -94,13 +95,15 @@ def reset_persisting_l2() -> bool:
     return True
 
 
-def l2_flush(device="cuda") -> None:
+def l2_flush(device="cuda", reset: bool = True) -> None:
     """Flushes the L2 with a kernel no measured op launches (bitwise NOT, in place, 256 MB),
-    after returning any persisting lines to normal (reset_persisting_l2)."""
+    after returning any persisting lines to normal (reset_persisting_l2) unless the caller just
+    did."""
     key = str(torch.device(device))
     if key not in _FLUSH_BUFFERS:
         _FLUSH_BUFFERS[key] = l2_flush_buffer(device)
-    reset_persisting_l2()
+    if reset:
+        reset_persisting_l2()
     _FLUSH_BUFFERS[key].bitwise_not_()
 
 
@@ -127,21 +130,55 @@ def time_events(fn: Callable[[], object], before_each: Callable[[], object],
     return statistics.median(times)
 
 
-def time_wall(fn: Callable[[], object], rep_ms: float = 100.0, warmup_ms: float = 25.0) -> float:
+# How long a spin queued ahead of each wall-time run's flush lasts (time_wall). Each run waits
+# for the GPU first (the persisting-line reset acts at once), so the host can only queue the
+# call while the GPU spins and flushes. Without the spin, a call whose host side took longer
+# than the flush alone (140-160 us on an H200, ~170 on an H100; torch.compile's calls took
+# 85-190 us on the H200's host) left the GPU idle between the start event and its first
+# kernel, and the idle time counted as the call's (docs/PERFORMANCE.md, "Wall time and the
+# host's head start").
+HEAD_START_US = 500.0
+
+
+@functools.cache
+def _spin_cycles(device_index: int, us: float) -> int:
+    """torch.cuda._sleep cycles that spin for about `us` on the device, from one timed spin."""
+    n = 1_000_000
+    torch.cuda._sleep(n)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(n)
+    end.record()
+    torch.cuda.synchronize()
+    return max(1, int(n * us / (start.elapsed_time(end) * 1e3)))
+
+
+def time_wall(fn: Callable[[], object], rep_ms: float = 100.0, warmup_ms: float = 25.0,
+              head_start_us: float = HEAD_START_US) -> float:
     """Median microseconds of fn between CUDA events, L2 flushed before each run: do_bench's
     protocol (a warm-up, then as many flushed runs as fit in rep_ms), with l2_flush, which first
     returns persisting lines to normal; do_bench's own flush leaves lines loaded with an
-    evict-last hint in the L2. The flush kernel (about 170 us on an H100) is queued ahead of fn,
-    so fn's launches wait behind it, as in do_bench, and the events time the GPU's work. Unlike
-    do_bench, each run waits for the last (the reset acts at once, not in stream order), so the
-    GPU idles for the host's turn between runs."""
+    evict-last hint in the L2. The reset acts at once, not in stream order, so each run waits
+    for the last, and a spin of head_start_us is queued ahead of the flush: the host queues fn
+    while the GPU spins and flushes, as do_bench's host runs ahead of its GPU, and the events
+    time the GPU's work, not the host's turn (where fn's host side takes less than the spin and
+    the flush together)."""
+    device = f"cuda:{torch.cuda.current_device()}"
+    cycles = _spin_cycles(torch.cuda.current_device(), head_start_us) if head_start_us > 0 else 0
+
+    def before_each():
+        reset_persisting_l2()
+        if cycles:
+            torch.cuda._sleep(cycles)
+        l2_flush(device, reset=False)
+
     deadline = time.perf_counter() + warmup_ms / 1000.0
     fn()
     torch.cuda.synchronize()
     while time.perf_counter() < deadline:
         fn()
         torch.cuda.synchronize()
-    return time_events(fn, l2_flush, runs=5, budget_ms=rep_ms)
+    return time_events(fn, before_each, runs=5, budget_ms=rep_ms)
 
 
 def time_cpu(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0) -> float:
