@@ -243,17 +243,24 @@ def test_split_float_rows(device, shape, offset):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1)], ids=str)
 def test_split_half_rows(device, dtype, shape):
-    """16-bit rows split over blocks (float partials through slots on CUDA): within one output
-    ulp of a float64 sum, repeatable bits, and nothing left over for the next call."""
+    """16-bit rows split over blocks (float partials through slots on CUDA; fp16 sums in
+    contiguous runs): within one output ulp of a float64 sum, repeatable bits, and nothing left
+    over for the next call. The same for sums of squares."""
     x = make_tensor(shape, dtype, device)
+    ulp = _eps(dtype)
     for y in (x, -0.5 * x.flip(-1)):  # sums of a few thousand: no fp16 overflow
         ref = y.double().sum(-1)
         out = smem_ops.sum(y, -1)
         assert out.dtype == dtype
-        ulp = _eps(dtype)
         bound = ulp * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(-1)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, -1), out)
+    small = x * 0.01  # squares summed in float; the totals (~250 at 2M) fit fp16
+    sq = smem_ops.sum_of_squares(small, -1)
+    ref_sq = small.double().square().sum(-1)
+    assert sq.dtype == dtype
+    assert ((sq.double() - ref_sq).abs() <= (ulp + 4 * 1.2e-7) * ref_sq).all()
+    assert torch.equal(smem_ops.sum_of_squares(small, -1), sq)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -3,7 +3,8 @@
 //   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
 //     over blocks; a full reduction is one row split across the whole GPU.
 //   reduce_row_runs_kernel (rows.cuh): split fp32 rows, one contiguous run per block,
-//     partials handed over through flagged slots (split_slots.cuh).
+//     partials handed over through flagged slots (split_slots.cuh); fp16 sums the same in
+//     reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -87,9 +88,16 @@ bool tickets_at_start(Kernel* kernel, int threads, int64_t splits, int64_t rows)
                                            resident_blocks_per_sm(kernel, threads);
 }
 
-// How many contiguous runs (reduce_row_runs_kernel) each of `rows` fp32 rows of length R is
+// Whether split rows of T take contiguous runs for map M: fp32, and fp16 but for dot
+// (tuning/reduce.h).
+template <ReduceMap M, typename T>
+inline constexpr bool kRowRuns =
+    std::is_same_v<T, float> || (std::is_same_v<T, c10::Half> && M != ReduceMap::kProduct);
+
+// How many contiguous runs (reduce_row_runs_kernel) each of `rows` rows of length R is
 // split into: one per kRunBytes, within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM
-// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors.
+// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors
+// (kHalfRunMinVectorsPerThread for fp16).
 // 1: the rows are too many or too short to split.
 template <typename T>
 int64_t row_run_splits(int64_t rows, int64_t R) {
@@ -99,11 +107,12 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
                           std::max<int64_t>(sms * kRunMaxBlocksPerSm / rows, 1));
   int64_t by_fill = 1;
   while (by_fill * 2 <= fill) by_fill *= 2;
-  return std::clamp<int64_t>(
-      std::min(by_fill, R / (kRunThreads * vec_width<T>() * kMinVectorsPerThread)), 1, 65535);
+  const int64_t min_vectors = sizeof(T) == 2 ? kHalfRunMinVectorsPerThread : kMinVectorsPerThread;
+  return std::clamp<int64_t>(std::min(by_fill, R / (kRunThreads * vec_width<T>() * min_vectors)), 1,
+                             65535);
 }
 
-// fp32 rows split into `splits` > 1 contiguous runs each (row_run_splits).
+// Rows split into `splits` > 1 contiguous runs each (row_run_splits), where kRowRuns.
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
                      bool streaming, cudaStream_t stream) {
@@ -114,7 +123,12 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
   SlotWorkspace work(splits, rows);
   const dim3 grid(static_cast<unsigned>(splits),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
-  auto* kernel = reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>;
+  auto* kernel = [] {
+    if constexpr (sizeof(T) == 2)
+      return reduce_half_row_runs_kernel<M, kRunThreads, kHalfRunLoadsInFlight, kHalfRunMinBlocks,
+                                         T, O>;
+    else return reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>;
+  }();
   kernel<<<grid, kRunThreads, 0, stream>>>(a, b, out, work.slots, work.counters, rows, R, run,
                                            static_cast<int>(splits), streaming,
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
@@ -135,7 +149,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kRowRuns<M, T>) {
       // rows the interleaved kernel would split, and that split into runs too
       const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R) : 1;
       if (runs > 1) {

@@ -2,9 +2,9 @@
 // loads, then reduces through warp shuffles (and shared memory, for a block). Long rows with
 // few of them are split across `splits` blocks, whose partials one block sums in block order:
 // for float accumulators through slots (split_slots.cuh), for the others the last block to
-// finish. A full reduction is one row split across the whole GPU. Split fp32 rows take one
-// contiguous run per block instead (reduce_row_runs_kernel), where each row gets two runs or
-// more (row_run_splits, reduce.cu).
+// finish. A full reduction is one row split across the whole GPU. Split fp32 rows (and fp16
+// sums) take one contiguous run per block instead (reduce_row_runs_kernel,
+// reduce_half_row_runs_kernel), where each row gets two runs or more (row_run_splits, reduce.cu).
 #pragma once
 
 #include <cstdint>
@@ -77,10 +77,10 @@ reduce_rows_kernel(const T* a, const T* b, O* out, SplitPartial<acc_t<T>>* parti
 // hand their partials through slots (split_slots.cuh) to the one with the last ticket, taken
 // as each starts where `at_start`, which sums them in block order.
 template <ReduceMap M, int kThreads, int kInFlight, typename T, typename O>
-__global__ void __launch_bounds__(kThreads)
-reduce_row_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
-                       unsigned* done, int64_t rows, int64_t n, int64_t run, int splits,
-                       bool streaming, bool at_start) {
+__device__ inline void row_runs(const T* a, const T* b, O* out,
+                                typename SlotCode<acc_t<T>>::Word* slots, unsigned* done,
+                                int64_t rows, int64_t n, int64_t run, int splits, bool streaming,
+                                bool at_start) {
   using A = acc_t<T>;
   const int64_t begin = std::min<int64_t>(n, blockIdx.x * run);
   const int64_t end = std::min(n, begin + run);
@@ -93,6 +93,26 @@ reduce_row_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T
         threadIdx.x == 0)
       out[row] = static_cast<O>(v);
   }
+}
+
+// fp32 runs: the register count is ptxas's choice (39 for sum on sm_90; 3 blocks of 512 per SM).
+template <ReduceMap M, int kThreads, int kInFlight, typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+reduce_row_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
+                       unsigned* done, int64_t rows, int64_t n, int64_t run, int splits,
+                       bool streaming, bool at_start) {
+  row_runs<M, kThreads, kInFlight>(a, b, out, slots, done, rows, n, run, splits, streaming,
+                                   at_start);
+}
+
+// fp16 runs, held to registers that let kMinBlocks blocks be resident per SM.
+template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, typename T, typename O>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+reduce_half_row_runs_kernel(const T* a, const T* b, O* out,
+                            typename SlotCode<acc_t<T>>::Word* slots, unsigned* done, int64_t rows,
+                            int64_t n, int64_t run, int splits, bool streaming, bool at_start) {
+  row_runs<M, kThreads, kInFlight>(a, b, out, slots, done, rows, n, run, splits, streaming,
+                                   at_start);
 }
 
 }  // namespace

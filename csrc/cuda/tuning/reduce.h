@@ -30,9 +30,17 @@ constexpr int64_t kMinVectorsPerThread = 4;
 // power of two (64 MB: 1024 runs; 256 MB and up: 4096 on 132 SMs). More blocks than are resident at
 // once (3 per SM at fp32's registers) measured faster than a grid of the resident blocks: the SMs
 // pick up short runs as they free, which evens out their ends. Past 32 per SM, runs of 64 KB were
-// slower again (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md). bf16 and fp16 rows
-// keep the interleaved kernel (runs: bf16 16M 0.3 us faster, 1M and fp16 slower).
+// slower again (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md).
 constexpr int kRunThreads = 512;
+// fp16 sums and sums of squares take runs too, in a kernel of their own: kHalfRunLoadsInFlight
+// loads in flight, held to 32 registers so that kHalfRunMinBlocks blocks of 512 are resident per
+// SM (a 32 MB row's 512 runs are one wave), each thread at least kHalfRunMinVectorsPerThread
+// vectors (a 2 MB row: 128 runs). On an H200: fp16 16M 13.5 -> 12.9 us, 1M 4.25 -> 4.0. bf16
+// keeps the interleaved kernel (16M 13.0 -> 12.9, but 1M 3.9 -> 4.0), and so do fp16 dots,
+// whose kernel spills at 32 registers (docs/PERFORMANCE.md).
+constexpr int kHalfRunLoadsInFlight = 2;
+constexpr int kHalfRunMinBlocks = 4;
+constexpr int64_t kHalfRunMinVectorsPerThread = 2;
 constexpr int kRunBlocksPerSm = 4;
 constexpr int kRunMaxBlocksPerSm = 32;
 constexpr int64_t kRunBytes = int64_t(64) << 10;
