@@ -83,7 +83,8 @@ def markdown(result: dict, gpu: bool) -> str:
     if gpu:
         lines += [("Device time: kernel durations from CUPTI (torch.profiler), median over calls, "
                    "L2 flushed before each. Wall time: CUDA events around each call, median, the "
-                   "same flush. % of the copy ceiling measured by the same clock."), "",
+                   "same flush, queued behind a spin that lets the host queue the call first. "
+                   "% of the copy ceiling measured by the same clock."), "",
                   ("| op | case | dtype | impl | device us | wall us | % ceiling (device) | "
                    "% ceiling (wall) | x eager (device) | x eager (wall) |"),
                   "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]

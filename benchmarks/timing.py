@@ -134,23 +134,29 @@ def time_events(fn: Callable[[], object], before_each: Callable[[], object],
 # for the GPU first (the persisting-line reset acts at once), so the host can only queue the
 # call while the GPU spins and flushes. Without the spin, a call whose host side took longer
 # than the flush alone (140-160 us on an H200, ~170 on an H100; torch.compile's calls took
-# 85-190 us on the H200's host) left the GPU idle between the start event and its first
-# kernel, and the idle time counted as the call's (docs/PERFORMANCE.md, "Wall time and the
-# host's head start").
+# 84-191 us on the H200's host, CuPy's 46-85) left the GPU idle between the start event and
+# its first kernel, and the idle time counted as the call's (docs/PERFORMANCE.md, "Wall time
+# and the host's head start").
 HEAD_START_US = 500.0
 
 
 @functools.cache
 def _spin_cycles(device_index: int, us: float) -> int:
-    """torch.cuda._sleep cycles that spin for about `us` on the device, from one timed spin."""
+    """torch.cuda._sleep cycles that spin for at least about `us` on the device: _sleep counts
+    SM clock cycles, so the cycles are taken from the shortest of a few timed spins (the fastest
+    clock seen); a slower clock later only makes the spin longer."""
     n = 1_000_000
-    torch.cuda._sleep(n)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(n)
-    end.record()
-    torch.cuda.synchronize()
-    return max(1, int(n * us / (start.elapsed_time(end) * 1e3)))
+    with torch.cuda.device(device_index):
+        torch.cuda._sleep(n)  # the clock ramps up under load
+        shortest = float("inf")
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(n)
+            end.record()
+            torch.cuda.synchronize()
+            shortest = min(shortest, start.elapsed_time(end) * 1e3)
+    return max(1, int(n * us / shortest))
 
 
 def time_wall(fn: Callable[[], object], rep_ms: float = 100.0, warmup_ms: float = 25.0,

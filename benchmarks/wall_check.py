@@ -10,8 +10,9 @@ first kernel, and the idle time counts as the call's. This splits such runs into
     host     perf_counter from the start event's record to the call's return: the host's part
     wall     the start and end events, what time_wall takes the median of
 
-and sets time_wall without a head start (`no spin`) beside time_wall as the sweep runs it
-(a spin of timing.HEAD_START_US queued ahead of the flush) and the call's device time.
+and prints time_wall without a head start (`no spin`) beside time_wall as the sweep runs it
+(a spin of timing.HEAD_START_US queued ahead of the flush, whose measured length it prints
+first) and the call's device time.
 
     python -m benchmarks.wall_check [--runs 200]
 """
@@ -59,6 +60,7 @@ def _cases():
 def sample(fn, runs: int) -> dict[str, float]:
     """Medians over `runs` runs of time_wall's protocol without a head start, each split into
     flush / host / wall."""
+    device = f"cuda:{torch.cuda.current_device()}"
     fn()
     torch.cuda.synchronize()
     flush, host, wall, over = [], [], [], 0
@@ -66,7 +68,7 @@ def sample(fn, runs: int) -> dict[str, float]:
         timing.reset_persisting_l2()
         e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         e0.record()
-        timing.l2_flush(reset=False)
+        timing.l2_flush(device, reset=False)
         t0 = time.perf_counter()
         e1.record()
         fn()
@@ -87,14 +89,27 @@ def main(argv=None) -> int:
                                 description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=200)
     args = p.parse_args(argv)
+    if args.runs < 1:
+        p.error(f"--runs must be at least 1, got {args.runs}")
+    if not torch.cuda.is_available():
+        p.error("needs a CUDA device")
+    spin = timing.time_wall(lambda: None)  # calibrates the spin; the empty call's wall time
+    cycles = timing._spin_cycles(torch.cuda.current_device(), timing.HEAD_START_US)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; us, medians over "
-          f"{args.runs} runs; time_wall's spin {timing.HEAD_START_US:g} us")
+          f"{args.runs} runs; time_wall's spin {timing.HEAD_START_US:g} us, measured "
+          f"{start.elapsed_time(end) * 1e3:.0f} us ({spin:.2f} us between events, no call)")
     for name, fn in _cases():
         s = sample(fn, args.runs)
         dev = timing.time_device(fn).us
-        print(f"{name:26} device {dev:7.2f}  time_wall: no spin {timing.time_wall(fn, head_start_us=0):7.2f}"
-              f"  spin {timing.time_wall(fn):7.2f} | flush {s['flush']:6.1f}  host {s['host']:6.1f} "
-              f"(p90 {s['host_p90']:6.1f}, over flush {100 * s['host_over_flush']:3.0f}%)  wall "
+        no_spin, with_spin = timing.time_wall(fn, head_start_us=0), timing.time_wall(fn)
+        print(f"{name:26} device {dev:7.2f}  time_wall: no spin {no_spin:7.2f}  spin "
+              f"{with_spin:7.2f} | flush {s['flush']:6.1f}  host {s['host']:6.1f} (p90 "
+              f"{s['host_p90']:6.1f}, over flush {100 * s['host_over_flush']:3.0f}%)  wall "
               f"{s['wall']:7.2f}", flush=True)
     return 0
 

@@ -241,12 +241,18 @@ def test_split_float_rows(device, shape, offset):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1)], ids=str)
+@pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1), (3, (1 << 23) + 1)],
+                         ids=str)
 def test_split_half_rows(device, dtype, shape):
     """16-bit rows split over blocks (float partials through slots on CUDA; fp16 sums in
-    contiguous runs): within one output ulp of a float64 sum, repeatable bits, and nothing left
-    over for the next call. The same for sums of squares."""
+    contiguous runs, whose blocks take their tickets as they start, or for (3, 2^23 + 1), more
+    blocks than are resident, as they finish): within one output ulp of a float64 sum,
+    repeatable bits, and nothing left over for the next call. The same for sums of squares.
+    Large values at both ends of every row: a row that lost its first or last elements misses
+    the bound by far."""
     x = make_tensor(shape, dtype, device)
+    x[..., :2] = torch.tensor([100.0, -200.0])
+    x[..., -2:] = torch.tensor([300.0, 400.0])
     ulp = _eps(dtype)
     for y in (x, -0.5 * x.flip(-1)):  # sums of a few thousand: no fp16 overflow
         ref = y.double().sum(-1)
@@ -255,7 +261,11 @@ def test_split_half_rows(device, dtype, shape):
         bound = ulp * ref.abs() + 4 * 1.2e-7 * y.abs().double().sum(-1)
         assert ((out.double() - ref).abs() <= bound).all()
         assert torch.equal(smem_ops.sum(y, -1), out)
-    small = x * 0.01  # squares summed in float; the totals (~250 at 2M) fit fp16
+    # squares summed in float: the ends' 100-1600 and the rest's ~1e-4 each, totals of a few
+    # thousand (fp16 holds them)
+    small = x * 0.01
+    small[..., :2] = torch.tensor([10.0, -20.0])
+    small[..., -2:] = torch.tensor([30.0, 40.0])
     sq = smem_ops.sum_of_squares(small, -1)
     ref_sq = small.double().square().sum(-1)
     assert sq.dtype == dtype

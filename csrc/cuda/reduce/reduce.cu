@@ -3,8 +3,8 @@
 //   reduce_rows_kernel (inner == 1, rows.cuh): a warp or a block per row, long rows split
 //     over blocks; a full reduction is one row split across the whole GPU.
 //   reduce_row_runs_kernel (rows.cuh): split fp32 rows, one contiguous run per block,
-//     partials handed over through flagged slots (split_slots.cuh); fp16 sums the same in
-//     reduce_half_row_runs_kernel (kRowRuns).
+//     partials handed over through flagged slots (split_slots.cuh); fp16 sums and sums of
+//     squares the same in reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -94,10 +94,10 @@ template <ReduceMap M, typename T>
 inline constexpr bool kRowRuns =
     std::is_same_v<T, float> || (std::is_same_v<T, c10::Half> && M != ReduceMap::kProduct);
 
-// How many contiguous runs (reduce_row_runs_kernel) each of `rows` rows of length R is
-// split into: one per kRunBytes, within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM
-// in all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors
-// (kHalfRunMinVectorsPerThread for fp16).
+// How many contiguous runs (reduce_row_runs_kernel, reduce_half_row_runs_kernel) each of `rows`
+// rows of length R is split into: one per kRunBytes, within kRunBlocksPerSm to
+// kRunMaxBlocksPerSm blocks per SM in all, rounded down to a power of two, each thread at least
+// kMinVectorsPerThread vectors (kHalfRunMinVectorsPerThread for fp16).
 // 1: the rows are too many or too short to split.
 template <typename T>
 int64_t row_run_splits(int64_t rows, int64_t R) {
@@ -107,7 +107,8 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
                           std::max<int64_t>(sms * kRunMaxBlocksPerSm / rows, 1));
   int64_t by_fill = 1;
   while (by_fill * 2 <= fill) by_fill *= 2;
-  const int64_t min_vectors = sizeof(T) == 2 ? kHalfRunMinVectorsPerThread : kMinVectorsPerThread;
+  const int64_t min_vectors =
+      std::is_same_v<T, c10::Half> ? kHalfRunMinVectorsPerThread : kMinVectorsPerThread;
   return std::clamp<int64_t>(std::min(by_fill, R / (kRunThreads * vec_width<T>() * min_vectors)), 1,
                              65535);
 }
@@ -116,6 +117,7 @@ int64_t row_run_splits(int64_t rows, int64_t R) {
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
                      bool streaming, cudaStream_t stream) {
+  static_assert(kRowRuns<M, T>, "runs serve fp32 rows and fp16 sums (kRowRuns)");
   TORCH_INTERNAL_ASSERT(splits > 1, "smem: row runs need a split row, got ", splits, " runs");
   constexpr int64_t V = vec_width<T>();
   // whole 16-byte vectors per run: every run of a row shares the row's 16-byte phase
@@ -124,7 +126,7 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
   const dim3 grid(static_cast<unsigned>(splits),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   auto* kernel = [] {
-    if constexpr (sizeof(T) == 2)
+    if constexpr (std::is_same_v<T, c10::Half>)
       return reduce_half_row_runs_kernel<M, kRunThreads, kHalfRunLoadsInFlight, kHalfRunMinBlocks,
                                          T, O>;
     else return reduce_row_runs_kernel<M, kRunThreads, kLoadsInFlight, T, O>;

@@ -35,9 +35,9 @@ constexpr int kRunThreads = 512;
 // fp16 sums and sums of squares take runs too, in a kernel of their own: kHalfRunLoadsInFlight
 // loads in flight, held to 32 registers so that kHalfRunMinBlocks blocks of 512 are resident per
 // SM (a 32 MB row's 512 runs are one wave), each thread at least kHalfRunMinVectorsPerThread
-// vectors (a 2 MB row: 128 runs). On an H200: fp16 16M 13.5 -> 12.9 us, 1M 4.25 -> 4.0. bf16
-// keeps the interleaved kernel (16M 13.0 -> 12.9, but 1M 3.9 -> 4.0), and so do fp16 dots,
-// whose kernel spills at 32 registers (docs/PERFORMANCE.md).
+// vectors (a 2 MB row: 128 runs). On an H200 (132 SMs): fp16 16M 13.54-13.57 -> 12.96-12.99 us,
+// 1M 4.16-4.19 -> 3.94. bf16 keeps the interleaved kernel (in runs: 16M 13.0 -> 12.9, but 1M
+// 3.9 -> 4.0), and so do fp16 dots, whose kernel spills at 32 registers (docs/PERFORMANCE.md).
 constexpr int kHalfRunLoadsInFlight = 2;
 constexpr int kHalfRunMinBlocks = 4;
 constexpr int64_t kHalfRunMinVectorsPerThread = 2;
