@@ -141,7 +141,7 @@ HEAD_START_US = 500.0
 
 
 @functools.cache
-def _spin_cycles(device_index: int, us: float) -> int:
+def spin_cycles(device_index: int, us: float) -> int:
     """torch.cuda._sleep cycles that spin for at least about `us` on the device: _sleep counts
     SM clock cycles, so the cycles are taken from the shortest of a few timed spins (the fastest
     clock seen); a slower clock later only makes the spin longer."""
@@ -170,7 +170,7 @@ def time_wall(fn: Callable[[], object], rep_ms: float = 100.0, warmup_ms: float 
     time the GPU's work, not the host's turn (where fn's host side takes less than the spin and
     the flush together)."""
     device = f"cuda:{torch.cuda.current_device()}"
-    cycles = _spin_cycles(torch.cuda.current_device(), head_start_us) if head_start_us > 0 else 0
+    cycles = spin_cycles(torch.cuda.current_device(), head_start_us) if head_start_us > 0 else 0
 
     def before_each():
         reset_persisting_l2()

@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         p.error("needs a CUDA device")
     spin = timing.time_wall(lambda: None)  # calibrates the spin; the empty call's wall time
-    cycles = timing._spin_cycles(torch.cuda.current_device(), timing.HEAD_START_US)
+    cycles = timing.spin_cycles(torch.cuda.current_device(), timing.HEAD_START_US)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     torch.cuda._sleep(cycles)
