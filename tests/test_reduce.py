@@ -200,18 +200,22 @@ def test_bitwise_repeatable(device, dtype):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17),
                                    (64, (1 << 16) + 1), ((1 << 24) + 3,), (2, (1 << 23) + 5),
-                                   (1 << 20,), (1 << 24,), (2, 1 << 23)], ids=str)
+                                   (1 << 20,), (1 << 24,), (2, 1 << 23), ((1 << 20) + 4,),
+                                   (2, (1 << 23) + 4)], ids=str)
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
 def test_split_float_rows(device, shape, offset):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
     partials pass through slots; tickets taken as the blocks start where the grid is one row
-    or resident at once, as they finish where it is not: on a 132-SM GPU, which holds 3 blocks of
-    512 per SM, the 64 rows and the two-row shapes; one run per 64 KB where that is more runs than
-    4 blocks per SM give: the 64 MB rows, 1024 runs, and the 32 MB rows, 512 each; runs that are
-    whole batches of every thread's loads: the power-of-two rows), stored 16-byte aligned or one
-    element off it, which moves every row's 16-byte phase (the runs' scalar heads and tails): a
-    float64 reference, repeatable bits, and no slot left holding a partial for the next call (new
-    values, same shape)."""
+    or resident at once, as they finish where it is not), stored 16-byte aligned or one
+    element off it, which moves every row's 16-byte phase. Rows of whole vectors stored aligned
+    take the vector runs (one per 128 KB, at least 4 blocks per SM: the 64 MB row's 512 runs
+    start at once; runs whose last batch of loads is partial: the rows of 2^20 + 4 and 2^23 + 4,
+    which also end in a shorter run); the rest the generic runs with their scalar heads and
+    tails (on a 132-SM GPU, which holds 3 of those blocks of 512 per SM, the 64 rows and the
+    two-row shapes take their tickets at the end; one run per 64 KB: the 64 MB offset row, 1024
+    runs). Each against a float64 reference, with repeatable bits and no slot left holding a
+    partial for the next call (new values, same shape); sums of squares and the dot (which keeps
+    the generic runs) too."""
     numel = math.prod(shape)
 
     def stored_at_offset(t):  # t's values, `offset` elements into a fresh buffer
@@ -241,12 +245,14 @@ def test_split_float_rows(device, shape, offset):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1), (3, (1 << 23) + 1)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [((1 << 21) + 3,), (5, (1 << 18) + 1), (3, (1 << 23) + 1),
+                                   ((1 << 21) + 8,), (3, 1 << 23)], ids=str)
 def test_split_half_rows(device, dtype, shape):
-    """16-bit rows split over blocks (float partials through slots on CUDA; fp16 sums in
-    contiguous runs, whose blocks take their tickets as they start, or for (3, 2^23 + 1), more
-    blocks than are resident, as they finish): within one output ulp of a float64 sum,
+    """16-bit rows split over blocks (float partials through slots on CUDA). Rows of an odd
+    length: fp16 sums in contiguous runs, whose blocks take their tickets as they start, or for
+    (3, 2^23 + 1), more blocks than are resident, as they finish; bf16 in the interleaved
+    kernel. Rows of whole 16-byte vectors: the vector runs of both dtypes, the row of 2^21 + 8
+    with a partial last batch of loads in its runs. Within one output ulp of a float64 sum,
     repeatable bits, and nothing left over for the next call. The same for sums of squares.
     Large values at both ends of every row: a row that lost its first or last elements misses
     the bound by far."""
@@ -422,6 +428,27 @@ def test_cuda_over_2_31_elements():
     rows = x[: 2**31 + 64].view(2, -1)  # each row > 2^30, two rows: row offsets pass 2^31
     assert smem_ops.sum(rows, 1).tolist() == [rows.shape[1]] * 2
     del x, rows
+    torch.cuda.empty_cache()
+
+
+@requires_cuda
+@pytest.mark.slow
+def test_cuda_vector_runs_over_2_31_elements():
+    """fp32 and bf16 rows of whole 16-byte vectors past 2^31 elements (the vector runs; byte
+    offsets past 2^32): no run lost, one row or two."""
+    n = 2**31 + 256  # 2^31 + 256 is a float: one ulp there is 256; a lost run is 2^19
+    x = torch.ones(n, device="cuda")
+    assert abs(smem_ops.sum(x).item() - n) <= 256
+    assert abs(smem_ops.sum_of_squares(x).item() - n) <= 256
+    assert (smem_ops.sum(x.view(2, -1), 1) - n // 2).abs().max().item() <= 128
+    del x
+    # bf16 cannot tell 2^31 ones from fewer: zeros with large values at both ends instead
+    x = torch.zeros(n, dtype=torch.bfloat16, device="cuda")
+    x[:8] = -7.0
+    x[-8:] = 1000.0
+    assert smem_ops.sum(x).item() == 7936.0  # 8000 - 56 = 7944, rounded to bf16
+    assert smem_ops.sum(x.view(2, -1), 1).tolist() == [-56.0, 8000.0]
+    del x
     torch.cuda.empty_cache()
 
 

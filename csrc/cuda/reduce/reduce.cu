@@ -5,6 +5,8 @@
 //   reduce_row_runs_kernel (rows.cuh): split fp32 rows, one contiguous run per block,
 //     partials handed over through flagged slots (split_slots.cuh); fp16 sums and sums of
 //     squares the same in reduce_half_row_runs_kernel (kRowRuns).
+//   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
+//     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorRuns).
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -94,23 +96,51 @@ template <ReduceMap M, typename T>
 inline constexpr bool kRowRuns =
     std::is_same_v<T, float> || (std::is_same_v<T, c10::Half> && M != ReduceMap::kProduct);
 
-// How many contiguous runs (reduce_row_runs_kernel, reduce_half_row_runs_kernel) each of `rows`
-// rows of length R is split into: one per kRunBytes, within kRunBlocksPerSm to
-// kRunMaxBlocksPerSm blocks per SM in all, rounded down to a power of two, each thread at least
-// kMinVectorsPerThread vectors (kHalfRunMinVectorsPerThread for fp16).
-// 1: the rows are too many or too short to split.
+// Whether split rows of T take reduce_vector_runs_kernel for map M, where they are aligned rows
+// of whole vectors: sums and sums of squares of fp32, fp16 and bf16. Dots keep the kernels
+// above: the fp32 dot in it (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
+template <ReduceMap M, typename T>
+inline constexpr bool kVectorRuns =
+    M != ReduceMap::kProduct &&
+    (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
+
+// How many contiguous runs each of `rows` rows of length R is split into: one per `run_bytes`
+// (kRunBytes, kVectorRunBytes), within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM in
+// all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors
+// (kHalfRunMinVectorsPerThread for 16-bit types). 1: the rows are too many or too short to split.
 template <typename T>
-int64_t row_run_splits(int64_t rows, int64_t R) {
+int64_t row_run_splits(int64_t rows, int64_t R, int64_t run_bytes) {
   const int64_t sms = current_device_info().sm_count;
   const int64_t fill =
-      std::clamp<int64_t>(R * int64_t(sizeof(T)) / kRunBytes, sms * kRunBlocksPerSm / rows,
+      std::clamp<int64_t>(R * int64_t(sizeof(T)) / run_bytes, sms * kRunBlocksPerSm / rows,
                           std::max<int64_t>(sms * kRunMaxBlocksPerSm / rows, 1));
   int64_t by_fill = 1;
   while (by_fill * 2 <= fill) by_fill *= 2;
-  const int64_t min_vectors =
-      std::is_same_v<T, c10::Half> ? kHalfRunMinVectorsPerThread : kMinVectorsPerThread;
+  const int64_t min_vectors = sizeof(T) == 2 ? kHalfRunMinVectorsPerThread : kMinVectorsPerThread;
   return std::clamp<int64_t>(std::min(by_fill, R / (kRunThreads * vec_width<T>() * min_vectors)), 1,
                              65535);
+}
+
+// Aligned rows of whole vectors split into `splits` > 1 runs each (row_run_splits with
+// kVectorRunBytes), where kVectorRuns.
+template <ReduceMap M, typename T, typename O>
+void launch_vector_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
+                        bool streaming, cudaStream_t stream) {
+  static_assert(kVectorRuns<M, T>, "vector runs serve sums and sums of squares (kVectorRuns)");
+  constexpr int64_t V = vec_width<T>();
+  TORCH_INTERNAL_ASSERT(splits > 1 && rows <= 65535 && R % V == 0 && is_aligned(a, 16),
+                        "smem: vector runs need aligned rows of whole vectors, got ", rows,
+                        " rows of ", R, " in ", splits, " runs");
+  constexpr int L = kVectorRunLoadsInFlight<T>;
+  auto* kernel =
+      streaming ? reduce_vector_runs_kernel<M, kRunThreads, L, kVectorRunMinBlocks, true, T, O>
+                : reduce_vector_runs_kernel<M, kRunThreads, L, kVectorRunMinBlocks, false, T, O>;
+  SlotWorkspace work(splits, rows);
+  const int64_t nvec = R / V;
+  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(rows));
+  kernel<<<grid, kRunThreads, 0, stream>>>(a, b, out, work.slots, work.counters, nvec,
+                                           ceil_div(nvec, splits), static_cast<int>(splits),
+                                           tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
 // Rows split into `splits` > 1 contiguous runs each (row_run_splits), where kRowRuns.
@@ -151,9 +181,21 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
+    if constexpr (kVectorRuns<M, T>) {
+      // rows the interleaved kernel would split, aligned, of whole vectors, and that split into
+      // runs too (b is a: no dot)
+      const int64_t runs = splits > 1 && R % vec_width<T>() == 0 && is_aligned(a, 16)
+                               ? row_run_splits<T>(outer, R, kVectorRunBytes)
+                               : 1;
+      if (runs > 1) {
+        launch_vector_runs<M>(a, b, out, outer, R, runs, streaming, stream);
+        SMEM_LAUNCH_CHECK();
+        return;
+      }
+    }
     if constexpr (kRowRuns<M, T>) {
       // rows the interleaved kernel would split, and that split into runs too
-      const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R) : 1;
+      const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R, kRunBytes) : 1;
       if (runs > 1) {
         launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
         SMEM_LAUNCH_CHECK();

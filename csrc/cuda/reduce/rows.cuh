@@ -4,7 +4,9 @@
 // for float accumulators through slots (split_slots.cuh), for the others the last block to
 // finish. A full reduction is one row split across the whole GPU. Split fp32 rows (and fp16
 // sums) take one contiguous run per block instead (reduce_row_runs_kernel,
-// reduce_half_row_runs_kernel), where each row gets two runs or more (row_run_splits, reduce.cu).
+// reduce_half_row_runs_kernel), where each row gets two runs or more (row_run_splits, reduce.cu);
+// sums of aligned rows of whole vectors (fp32, fp16, bf16) a leaner runs kernel
+// (reduce_vector_runs_kernel).
 #pragma once
 
 #include <cstdint>
@@ -113,6 +115,52 @@ reduce_half_row_runs_kernel(const T* a, const T* b, O* out,
                             int64_t n, int64_t run, int splits, bool streaming, bool at_start) {
   row_runs<M, kThreads, kInFlight>(a, b, out, slots, done, rows, n, run, splits, streaming,
                                    at_start);
+}
+
+// Split rows of whole 16-byte vectors from a 16-byte aligned start (row blockIdx.y, `nvec`
+// vectors), each block summing one contiguous run of `run` vectors of its row, as row_runs does,
+// without the head and tail that thread_partial checks for and with the evict-first choice
+// (kStreaming) compiled in: a thread's first loads follow a few instructions, where the generic
+// path runs over a hundred first, and a grid of one wave ends with its slowest block.
+template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
+          typename O>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+reduce_vector_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
+                          unsigned* done, int64_t nvec, int64_t run, int splits, bool at_start) {
+  using A = acc_t<T>;
+  using VecT = Vec<T, vec_width<T>()>;
+  const int64_t row = blockIdx.y;
+  const unsigned ticket = ticket_at_start(&done[row], at_start);
+  const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
+  const VecT* bv = reinterpret_cast<const VecT*>(b) + row * nvec;
+  const int64_t begin = blockIdx.x * run;
+  const int64_t end = std::min(nvec, begin + run);
+  Accumulator<A> acc;
+  int64_t i = begin + threadIdx.x;
+  for (; i + (kInFlight - 1) * kThreads < end; i += kInFlight * kThreads) {
+    Pair<VecT> v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      v[u] = load_pair<M>(av + i + u * kThreads, bv + i + u * kThreads, kStreaming);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) acc.add(vector_sum<M, A>(v[u].a, v[u].b));
+  }
+  // The last, partial batch: its loads in flight together too, predicated (for_each_batched's
+  // guarded batch, which breaks out of its loops, spilled 32 bytes in the fp32 evict-first kernels)
+  if (i < end) {
+    Pair<VecT> v[kInFlight] = {};
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (i + u * kThreads < end)
+        v[u] = load_pair<M>(av + i + u * kThreads, bv + i + u * kThreads, kStreaming);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (i + u * kThreads < end) acc.add(vector_sum<M, A>(v[u].a, v[u].b));
+  }
+  A v = block_sum<kThreads>(acc.value());
+  if (sum_row_slots<kThreads>(slots + row * splits, v, at_start, ticket, &done[row], splits) &&
+      threadIdx.x == 0)
+    out[row] = static_cast<O>(v);
 }
 
 }  // namespace

@@ -32,18 +32,33 @@ constexpr int64_t kMinVectorsPerThread = 4;
 // pick up short runs as they free, which evens out their ends. Past 32 per SM, runs of 64 KB were
 // slower again (1 GB in 16384 runs) on one of two H100s (docs/PERFORMANCE.md).
 constexpr int kRunThreads = 512;
-// fp16 sums and sums of squares take runs too, in a kernel of their own: kHalfRunLoadsInFlight
+// fp16 sums and sums of squares of rows that are not aligned whole vectors (those take the
+// vector runs below) take runs too, in a kernel of their own: kHalfRunLoadsInFlight
 // loads in flight, held to 32 registers so that kHalfRunMinBlocks blocks of 512 are resident per
 // SM (a 32 MB row's 512 runs are one wave), each thread at least kHalfRunMinVectorsPerThread
 // vectors (a 2 MB row: 128 runs). On an H200 (132 SMs): fp16 16M 13.54-13.57 -> 12.96-12.99 us,
-// 1M 4.16-4.19 -> 3.94. bf16 keeps the interleaved kernel (in runs: 16M 13.0 -> 12.9, but 1M
-// 3.9 -> 4.0), and so do fp16 dots, whose kernel spills at 32 registers (docs/PERFORMANCE.md).
+// 1M 4.16-4.19 -> 3.94. Unaligned bf16 rows keep the interleaved kernel (in runs: 16M 13.0 ->
+// 12.9, but 1M 3.9 -> 4.0), and so do fp16 dots, whose kernel spills at 32 registers
+// (docs/PERFORMANCE.md).
 constexpr int kHalfRunLoadsInFlight = 2;
 constexpr int kHalfRunMinBlocks = 4;
 constexpr int64_t kHalfRunMinVectorsPerThread = 2;
 constexpr int kRunBlocksPerSm = 4;
 constexpr int kRunMaxBlocksPerSm = 32;
 constexpr int64_t kRunBytes = int64_t(64) << 10;
+// Split rows of whole 16-byte vectors from a 16-byte aligned start (sums and sums of squares of
+// fp32, fp16 and bf16) take reduce_vector_runs_kernel instead: no head or tail, the evict-first
+// choice compiled in, 32 registers so that kVectorRunMinBlocks blocks of 512 are resident per SM,
+// kVectorRunLoadsInFlight<T> loads in flight, one run per kVectorRunBytes within the same
+// kRunBlocksPerSm to kRunMaxBlocksPerSm per SM (so a 64 MB row is one wave of 512 runs, where 64
+// KB runs gave 1024 and two waves: 20.93 against 20.43-20.50 us on an H200).
+// Same-run A/B on an H200 (132 SMs), device us, against the kernels above: fp32 1M 4.72-4.74 ->
+// 4.38, 16M 21.20-21.22 -> 20.48-20.64, bf16 16M 12.77-12.80 -> 12.38-12.46, fp16 1M 4.00-4.03
+// -> 3.62-3.63 (docs/PERFORMANCE.md).
+constexpr int kVectorRunMinBlocks = 4;
+constexpr int64_t kVectorRunBytes = int64_t(128) << 10;
+template <typename T>
+inline constexpr int kVectorRunLoadsInFlight = sizeof(T) == 2 ? 2 : 4;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
 // (fewer where fewer are resident): 4 x 256 threads x 4 (or kColFloatLoadsInFlight) x 16 bytes
