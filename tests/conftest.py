@@ -66,3 +66,15 @@ def run_python(code, *flags, timeout=300, **kwargs):
     r = subprocess.run([sys.executable, *flags, "-c", code], check=False, capture_output=True,
                        text=True, timeout=timeout, **kwargs)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def cuda_kernels(fn):
+    """The names of the CUDA kernels fn() launches (fn launches at least one). Skips the test
+    where the profiler records none: CUPTI is taken there, e.g. by compute-sanitizer."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not names:
+        pytest.skip("the profiler records no CUDA kernels here (CUPTI taken, e.g. by compute-sanitizer)")
+    return names

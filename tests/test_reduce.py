@@ -8,7 +8,7 @@ import torch
 
 import smem_ops
 
-from conftest import DEVICES, make_tensor, requires_cuda
+from conftest import DEVICES, cuda_kernels, make_tensor, requires_cuda
 
 REDUCE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
                  torch.float16, torch.bfloat16, torch.float32, torch.float64,
@@ -201,7 +201,7 @@ def test_bitwise_repeatable(device, dtype):
 @pytest.mark.parametrize("shape", [((1 << 20) + 3,), (4, (1 << 18) + 1), (3, 2, 1 << 17),
                                    (64, (1 << 16) + 1), ((1 << 24) + 3,), (2, (1 << 23) + 5),
                                    (1 << 20,), (1 << 24,), (2, 1 << 23), ((1 << 20) + 4,),
-                                   (2, (1 << 23) + 4)], ids=str)
+                                   (2, (1 << 23) + 4), (3, 1 << 23)], ids=str)
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset"])
 def test_split_float_rows(device, shape, offset):
     """fp32 rows long enough to be split over many blocks (contiguous runs on CUDA, whose
@@ -210,7 +210,8 @@ def test_split_float_rows(device, shape, offset):
     element off it, which moves every row's 16-byte phase. Rows of whole vectors stored aligned
     take the vector runs (one per 128 KB, at least 4 blocks per SM: the 64 MB row's 512 runs
     start at once; runs whose last batch of loads is partial: the rows of 2^20 + 4 and 2^23 + 4,
-    which also end in a shorter run); the rest the generic runs with their scalar heads and
+    which also end in a shorter run; 768 runs of the three 32 MB rows, more than are resident,
+    take their tickets at the end); the rest the generic runs with their scalar heads and
     tails (on a 132-SM GPU, which holds 3 of those blocks of 512 per SM, the 64 rows and the
     two-row shapes take their tickets at the end; one run per 64 KB: the 64 MB offset row, 1024
     runs). Each against a float64 reference, with repeatable bits and no slot left holding a
@@ -281,9 +282,10 @@ def test_split_half_rows(device, dtype, shape):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_split_float_rows_non_finite(device, dtype):
-    """NaN and infinities in different blocks of a split row: torch's answer."""
-    n = (1 << 21) + 5
+@pytest.mark.parametrize("n", [(1 << 21) + 5, (1 << 21) + 8], ids=["odd", "vectors"])
+def test_split_float_rows_non_finite(device, dtype, n):
+    """NaN and infinities in different blocks of a split row (on CUDA, rows of whole vectors take
+    the vector runs, the others the generic runs or the interleaved kernel): torch's answer."""
     for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)],
                   [(1 << 20, -math.inf)], [(5, math.nan), (n // 2, math.inf)]):
         x = make_tensor((n,), dtype, device)
@@ -432,10 +434,38 @@ def test_cuda_over_2_31_elements():
 
 
 @requires_cuda
+def test_split_rows_kernel_choice():
+    """Which kernel a split row's sum takes: the vector runs for aligned rows of whole 16-byte
+    vectors of fp32, fp16 and bf16 (sums and sums of squares), the generic runs for fp32 rows off
+    alignment or of odd length and for fp32 dots, the fp16 runs for odd fp16 rows, and the
+    interleaved kernel for odd bf16 rows. A test that only checked values would pass on any."""
+
+    def launched(fn):
+        return " ".join(cuda_kernels(fn))
+
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = make_tensor((2, (1 << 21) + 8), dtype, "cuda")
+        assert "reduce_vector_runs_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
+        assert "reduce_vector_runs_kernel" in launched(lambda x=x: smem_ops.sum_of_squares(x))
+        odd = make_tensor(((1 << 21) + 3,), dtype, "cuda")
+        names = launched(lambda odd=odd: smem_ops.sum(odd))
+        assert "reduce_vector_runs_kernel" not in names
+        want = {torch.float32: "reduce_row_runs_kernel", torch.float16: "reduce_half_row_runs_kernel",
+                torch.bfloat16: "reduce_rows_kernel"}[dtype]
+        assert want in names, names
+    x = make_tensor(((1 << 21) + 9,), torch.float32, "cuda")[1:]  # whole vectors, off alignment
+    assert "reduce_row_runs_kernel" in launched(lambda: smem_ops.sum(x))
+    y = make_tensor(((1 << 21) + 8,), torch.float32, "cuda")
+    assert "reduce_row_runs_kernel" in launched(lambda: smem_ops.dot(y, y))
+
+
+@requires_cuda
 @pytest.mark.slow
 def test_cuda_vector_runs_over_2_31_elements():
     """fp32 and bf16 rows of whole 16-byte vectors past 2^31 elements (the vector runs; byte
-    offsets past 2^32): no run lost, one row or two."""
+    offsets past 2^32): no run lost, one row or two. The kernel counts 16-byte vectors, 2^29 + 64
+    and 2^28 + 32 here, so this checks the launch's arithmetic and the 64-bit addresses, not a
+    32-bit vector index (which would pass here)."""
     n = 2**31 + 256  # 2^31 + 256 is a float: one ulp there is 256; a lost run is 2^19
     x = torch.ones(n, device="cuda")
     assert abs(smem_ops.sum(x).item() - n) <= 256

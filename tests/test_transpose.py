@@ -5,7 +5,7 @@ import torch
 
 import smem_ops
 
-from conftest import DEVICES, make_tensor, requires_cuda
+from conftest import DEVICES, cuda_kernels, make_tensor, requires_cuda
 
 TRANSPOSE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
                     torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.bfloat16,
@@ -46,18 +46,6 @@ def check_transpose(x, dim0=-2, dim1=-1):
         # the variants transpose their input's last two dims back: the same geometry as want's
         for variant in ("final:gather", "final:staged", "final:few_blocks"):
             same_bits(torch.ops.smem._transpose_variant(want.transpose(-2, -1), variant), want)
-
-
-def cuda_kernels(fn):
-    """The names of the CUDA kernels fn() launches (fn launches at least one). Skips the test
-    where the profiler records none: CUPTI is taken there, e.g. by compute-sanitizer."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    if not names:
-        pytest.skip("the profiler records no CUDA kernels here (CUPTI taken, e.g. by compute-sanitizer)")
-    return names
 
 
 @pytest.mark.parametrize("device", DEVICES)

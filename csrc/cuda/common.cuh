@@ -176,7 +176,8 @@ inline bool stream_once(int64_t bytes, int l2_sizes = kStreamOnceL2Sizes) {
 // all its loads, load(i), before the first use(loaded), so a thread keeps kInFlight
 // independent loads in flight. One guarded batch takes what is left: a one-at-a-time tail
 // would serialize up to kInFlight - 1 more round trips, and a guard on every batch costs
-// bandwidth.
+// bandwidth. (reduce_vector_runs_kernel writes its loop out: this guarded batch, whose loops
+// break, spilled there at 32 registers.)
 template <int kInFlight, typename Load, typename Use>
 __device__ inline void for_each_batched(int64_t first, int64_t end, int64_t stride, Load&& load,
                                         Use&& use) {

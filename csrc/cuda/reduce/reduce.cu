@@ -124,8 +124,8 @@ int64_t row_run_splits(int64_t rows, int64_t R, int64_t run_bytes) {
 // Aligned rows of whole vectors split into `splits` > 1 runs each (row_run_splits with
 // kVectorRunBytes), where kVectorRuns.
 template <ReduceMap M, typename T, typename O>
-void launch_vector_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
-                        bool streaming, cudaStream_t stream) {
+void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t splits, bool streaming,
+                        cudaStream_t stream) {
   static_assert(kVectorRuns<M, T>, "vector runs serve sums and sums of squares (kVectorRuns)");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(splits > 1 && rows <= 65535 && R % V == 0 && is_aligned(a, 16),
@@ -138,7 +138,7 @@ void launch_vector_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R,
   SlotWorkspace work(splits, rows);
   const int64_t nvec = R / V;
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(rows));
-  kernel<<<grid, kRunThreads, 0, stream>>>(a, b, out, work.slots, work.counters, nvec,
+  kernel<<<grid, kRunThreads, 0, stream>>>(a, out, work.slots, work.counters, nvec,
                                            ceil_div(nvec, splits), static_cast<int>(splits),
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
@@ -182,13 +182,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
     if constexpr (kVectorRuns<M, T>) {
-      // rows the interleaved kernel would split, aligned, of whole vectors, and that split into
-      // runs too (b is a: no dot)
+      // rows the interleaved kernel would split, aligned, of whole vectors, that runs of 128 KB
+      // split twice or more (b is a: no dot); rows that they would not split go on below
       const int64_t runs = splits > 1 && R % vec_width<T>() == 0 && is_aligned(a, 16)
                                ? row_run_splits<T>(outer, R, kVectorRunBytes)
                                : 1;
       if (runs > 1) {
-        launch_vector_runs<M>(a, b, out, outer, R, runs, streaming, stream);
+        launch_vector_runs<M>(a, out, outer, R, runs, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
       }

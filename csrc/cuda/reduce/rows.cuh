@@ -73,6 +73,16 @@ reduce_rows_kernel(const T* a, const T* b, O* out, SplitPartial<acc_t<T>>* parti
   }
 }
 
+// The end of a block of a split float row: the block's sum of its threads' partials `v`, handed
+// over through the row's slots, and the row's total written by the block that sums them.
+template <int kThreads, typename A, typename O>
+__device__ inline void finish_run(A v, typename SlotCode<A>::Word* row_slots, bool at_start,
+                                  unsigned ticket, unsigned* counter, int splits, O* row_out) {
+  v = block_sum<kThreads>(v);
+  if (sum_row_slots<kThreads>(row_slots, v, at_start, ticket, counter, splits) && threadIdx.x == 0)
+    *row_out = static_cast<O>(v);
+}
+
 // Float rows split over `splits` blocks each (blockIdx.x of them, for row blockIdx.y, striding
 // by gridDim.y), each block summing one contiguous run of `run` elements of its row with
 // kThreads threads interleaving 16-byte vectors, kInFlight loads in flight each. The blocks
@@ -89,11 +99,9 @@ __device__ inline void row_runs(const T* a, const T* b, O* out,
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     const unsigned ticket = ticket_at_start(&done[row], at_start);
     const int64_t at = row * n + begin;
-    A v = block_sum<kThreads>(thread_partial<M, kInFlight>(a + at, b + at, end - begin, threadIdx.x,
-                                                           kThreads, streaming));
-    if (sum_row_slots<kThreads>(slots + row * splits, v, at_start, ticket, &done[row], splits) &&
-        threadIdx.x == 0)
-      out[row] = static_cast<O>(v);
+    finish_run<kThreads>(
+        thread_partial<M, kInFlight>(a + at, b + at, end - begin, threadIdx.x, kThreads, streaming),
+        slots + row * splits, at_start, ticket, &done[row], splits, &out[row]);
   }
 }
 
@@ -117,50 +125,46 @@ reduce_half_row_runs_kernel(const T* a, const T* b, O* out,
                                    at_start);
 }
 
-// Split rows of whole 16-byte vectors from a 16-byte aligned start (row blockIdx.y, `nvec`
-// vectors), each block summing one contiguous run of `run` vectors of its row, as row_runs does,
-// without the head and tail that thread_partial checks for and with the evict-first choice
-// (kStreaming) compiled in: a thread's first loads follow a few instructions, where the generic
-// path runs over a hundred first, and a grid of one wave ends with its slowest block.
+// Sums (M: kIdentity, kSquare) of split rows of whole 16-byte vectors from a 16-byte aligned
+// start (row blockIdx.y, `nvec` vectors), each block summing one contiguous run of `run` vectors
+// of its row, as row_runs does, but without the head and tail that thread_partial checks for,
+// and with the evict-first choice (kStreaming) compiled in: its path to the first loads is
+// short, and in a grid of one wave every block's start lies on the kernel's path.
 template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
           typename O>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-reduce_vector_runs_kernel(const T* a, const T* b, O* out, typename SlotCode<acc_t<T>>::Word* slots,
+reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word* slots,
                           unsigned* done, int64_t nvec, int64_t run, int splits, bool at_start) {
+  static_assert(M != ReduceMap::kProduct, "vector runs read one operand");
   using A = acc_t<T>;
   using VecT = Vec<T, vec_width<T>()>;
   const int64_t row = blockIdx.y;
   const unsigned ticket = ticket_at_start(&done[row], at_start);
   const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
-  const VecT* bv = reinterpret_cast<const VecT*>(b) + row * nvec;
   const int64_t begin = blockIdx.x * run;
   const int64_t end = std::min(nvec, begin + run);
   Accumulator<A> acc;
   int64_t i = begin + threadIdx.x;
   for (; i + (kInFlight - 1) * kThreads < end; i += kInFlight * kThreads) {
-    Pair<VecT> v[kInFlight];
+    VecT v[kInFlight];
 #pragma unroll
-    for (int u = 0; u < kInFlight; ++u)
-      v[u] = load_pair<M>(av + i + u * kThreads, bv + i + u * kThreads, kStreaming);
+    for (int u = 0; u < kInFlight; ++u) v[u] = load_once(av + i + u * kThreads, kStreaming);
 #pragma unroll
-    for (int u = 0; u < kInFlight; ++u) acc.add(vector_sum<M, A>(v[u].a, v[u].b));
+    for (int u = 0; u < kInFlight; ++u) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
   // The last, partial batch: its loads in flight together too, predicated (for_each_batched's
   // guarded batch, which breaks out of its loops, spilled 32 bytes in the fp32 evict-first kernels)
   if (i < end) {
-    Pair<VecT> v[kInFlight] = {};
+    VecT v[kInFlight] = {};
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u)
-      if (i + u * kThreads < end)
-        v[u] = load_pair<M>(av + i + u * kThreads, bv + i + u * kThreads, kStreaming);
+      if (i + u * kThreads < end) v[u] = load_once(av + i + u * kThreads, kStreaming);
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u)
-      if (i + u * kThreads < end) acc.add(vector_sum<M, A>(v[u].a, v[u].b));
+      if (i + u * kThreads < end) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
-  A v = block_sum<kThreads>(acc.value());
-  if (sum_row_slots<kThreads>(slots + row * splits, v, at_start, ticket, &done[row], splits) &&
-      threadIdx.x == 0)
-    out[row] = static_cast<O>(v);
+  finish_run<kThreads>(acc.value(), slots + row * splits, at_start, ticket, &done[row], splits,
+                       &out[row]);
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ constexpr int64_t kWarpRowMax = 4096;
 constexpr int kRowBlocksPerSm = 3;
 // A split of a row gives each thread at least this many 16-byte vectors.
 constexpr int64_t kMinVectorsPerThread = 4;
-// Float rows that would be split are split into contiguous runs instead, one per block of
-// kRunThreads, wherever that gives a row two runs or more (each thread takes at least
+// fp32 rows that would be split, and that the vector runs below do not take (rows off 16-byte
+// alignment or not whole vectors long, dots), are split into contiguous runs instead, one per
+// block of kRunThreads, wherever that gives a row two runs or more (each thread takes at least
 // kMinVectorsPerThread vectors; shorter rows, and rows too many to split twice, keep the
 // interleaved kernel): one run per kRunBytes of the row (of each operand, for dot), but at
 // least kRunBlocksPerSm and at most kRunMaxBlocksPerSm blocks per SM in all, rounded down to a
@@ -37,9 +38,9 @@ constexpr int kRunThreads = 512;
 // loads in flight, held to 32 registers so that kHalfRunMinBlocks blocks of 512 are resident per
 // SM (a 32 MB row's 512 runs are one wave), each thread at least kHalfRunMinVectorsPerThread
 // vectors (a 2 MB row: 128 runs). On an H200 (132 SMs): fp16 16M 13.54-13.57 -> 12.96-12.99 us,
-// 1M 4.16-4.19 -> 3.94. Unaligned bf16 rows keep the interleaved kernel (in runs: 16M 13.0 ->
-// 12.9, but 1M 3.9 -> 4.0), and so do fp16 dots, whose kernel spills at 32 registers
-// (docs/PERFORMANCE.md).
+// 1M 4.16-4.19 -> 3.94. bf16 rows that are not aligned whole vectors keep the interleaved kernel
+// (in these runs, measured on aligned rows: 16M 13.0 -> 12.9, but 1M 3.9 -> 4.0), and so do
+// fp16 and bf16 dots (the fp16 dot's runs kernel spills at 32 registers; docs/PERFORMANCE.md).
 constexpr int kHalfRunLoadsInFlight = 2;
 constexpr int kHalfRunMinBlocks = 4;
 constexpr int64_t kHalfRunMinVectorsPerThread = 2;
