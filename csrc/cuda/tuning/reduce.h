@@ -37,10 +37,12 @@ constexpr int kRunThreads = 512;
 // vector runs below) take runs too, in a kernel of their own: kHalfRunLoadsInFlight
 // loads in flight, held to 32 registers so that kHalfRunMinBlocks blocks of 512 are resident per
 // SM (a 32 MB row's 512 runs are one wave), each thread at least kHalfRunMinVectorsPerThread
-// vectors (a 2 MB row: 128 runs). On an H200 (132 SMs): fp16 16M 13.54-13.57 -> 12.96-12.99 us,
-// 1M 4.16-4.19 -> 3.94. bf16 rows that are not aligned whole vectors keep the interleaved kernel
-// (in these runs, measured on aligned rows: 16M 13.0 -> 12.9, but 1M 3.9 -> 4.0), and so do
-// fp16 and bf16 dots (the fp16 dot's runs kernel spills at 32 registers; docs/PERFORMANCE.md).
+// vectors (a 2 MB row: 128 runs; the vector runs' 16-bit rows take the same minimum). On an H200
+// (132 SMs), measured on aligned rows, which take the vector runs since: fp16 16M 13.54-13.57 ->
+// 12.96-12.99 us, 1M 4.16-4.19 -> 3.94; on the odd rows left to this kernel it was not timed. bf16
+// rows that are not aligned whole vectors keep the interleaved kernel (in these runs, measured on
+// aligned rows: 16M 13.0 -> 12.9, but 1M 3.9 -> 4.0), and so do fp16 and bf16 dots (the fp16 dot's
+// runs kernel spills at 32 registers; docs/PERFORMANCE.md).
 constexpr int kHalfRunLoadsInFlight = 2;
 constexpr int kHalfRunMinBlocks = 4;
 constexpr int64_t kHalfRunMinVectorsPerThread = 2;
