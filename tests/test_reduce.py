@@ -282,6 +282,62 @@ def test_split_half_rows(device, dtype, shape):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(600, 4104), (500, 8192), (450, 20008), (1, 4096), (3, 64),
+                                   (0, 8192), (5, 0)], ids=str)
+def test_whole_vector_rows(device, dtype, shape):
+    """Rows too many to split, of whole 16-byte vectors, stored aligned (on CUDA the vector rows,
+    a block of 512 threads per row): a partial batch of loads only (4104 elements), whole batches
+    (fp32 8192: one; 16-bit: two), two whole batches and a partial one (20008), one row, rows of
+    less than a vector per thread, no rows and empty rows. Large values at both ends of every row
+    (a row that lost its first or last elements misses the bound by far), a float64 reference,
+    repeatable bits, sums of squares, and a NaN and an infinity in rows of their own."""
+    x = make_tensor(shape, dtype, device)
+    if shape[1] >= 8:
+        x[..., :2] = torch.tensor([100.0, -200.0])
+        x[..., -2:] = torch.tensor([300.0, 400.0])
+    ulp = _eps(dtype)
+    ref = x.double().sum(-1)
+    out = smem_ops.sum(x, -1)
+    assert out.dtype == dtype and out.shape == shape[:1]
+    bound = ulp * ref.abs() + 4 * 1.2e-7 * x.abs().double().sum(-1)
+    assert ((out.double() - ref).abs() <= bound).all()
+    assert torch.equal(smem_ops.sum(x, -1), out)
+    small = x * 0.01  # squares of a few thousand in all: no fp16 overflow
+    ref_sq = small.double().square().sum(-1)
+    sq = smem_ops.sum_of_squares(small, -1)
+    assert ((sq.double() - ref_sq).abs() <= (ulp + 4 * 1.2e-7) * ref_sq + 1e-30).all()
+    if shape[0] >= 3 and shape[1] >= 8:
+        x[1, shape[1] // 2] = math.nan
+        x[2, -3] = math.inf
+        want = x.double().sum(-1).to(dtype)
+        torch.testing.assert_close(smem_ops.sum(x, -1), want, equal_nan=True)
+
+
+@requires_cuda
+def test_whole_rows_kernel_choice():
+    """Which kernel whole rows take: the vector rows for aligned rows of whole 16-byte vectors of
+    fp32, fp16 and bf16 (sums and sums of squares), the interleaved kernel for rows off alignment
+    or not whole vectors, fp64 rows and dots. A test that only checked values would pass on any."""
+
+    def launched(fn):
+        return " ".join(cuda_kernels(fn))
+
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = make_tensor((600, 8192), dtype, "cuda")
+        assert "reduce_vector_rows_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
+        assert "reduce_vector_rows_kernel" in launched(lambda x=x: smem_ops.sum_of_squares(x, -1))
+        odd = make_tensor((600, 8190 + (dtype == torch.float32)), dtype, "cuda")
+        names = launched(lambda odd=odd: smem_ops.sum(odd, -1))
+        assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
+    off = make_tensor((600 * 8192 + 1,), torch.float32, "cuda")[1:].view(600, 8192)
+    names = launched(lambda: smem_ops.sum(off, -1))
+    assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
+    wide = make_tensor((600, 8192), torch.float64, "cuda")
+    assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("n", [(1 << 21) + 5, (1 << 21) + 8], ids=["odd", "vectors"])
 def test_split_float_rows_non_finite(device, dtype, n):
     """NaN and infinities in different blocks of a split row (on CUDA, rows of whole vectors take
@@ -479,6 +535,23 @@ def test_cuda_vector_runs_over_2_31_elements():
     assert smem_ops.sum(x).item() == 7936.0  # 8000 - 56 = 7944, rounded to bf16
     assert smem_ops.sum(x.view(2, -1), 1).tolist() == [-56.0, 8000.0]
     del x
+    torch.cuda.empty_cache()
+
+
+@requires_cuda
+@pytest.mark.slow
+def test_cuda_vector_rows_over_2_31_elements():
+    """bf16 rows of whole vectors, too many to split, past 2^31 elements (the vector rows; byte
+    offsets past 2^32): the first and the last row's values land in their own outputs."""
+    rows = (1 << 18) + 1  # x 8192 = 2^31 + 8192 elements
+    x = torch.zeros(rows, 8192, dtype=torch.bfloat16, device="cuda")
+    x[0, :8] = -7.0
+    x[-1, -8:] = 1000.0
+    x[rows // 2, 100] = 3.0
+    out = smem_ops.sum(x, -1)
+    assert out[0].item() == -56.0 and out[-1].item() == 8000.0 and out[rows // 2].item() == 3.0
+    assert out.double().abs().sum().item() == 8059.0  # nothing anywhere else
+    del x, out
     torch.cuda.empty_cache()
 
 

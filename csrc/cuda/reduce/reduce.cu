@@ -6,7 +6,8 @@
 //     partials handed over through flagged slots (split_slots.cuh); fp16 sums and sums of
 //     squares the same in reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
-//     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorRuns).
+//     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorRuns);
+//     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -96,9 +97,10 @@ template <ReduceMap M, typename T>
 inline constexpr bool kRowRuns =
     std::is_same_v<T, float> || (std::is_same_v<T, c10::Half> && M != ReduceMap::kProduct);
 
-// Whether split rows of T take reduce_vector_runs_kernel for map M, where they are aligned rows
-// of whole vectors: sums and sums of squares of fp32, fp16 and bf16. Dots keep the kernels
-// above: the fp32 dot in it (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
+// Whether rows of T take the vector kernels for map M, where they are aligned rows of whole
+// vectors (reduce_vector_runs_kernel split, reduce_vector_rows_kernel whole): sums and sums of
+// squares of fp32, fp16 and bf16. Dots keep the other kernels: the fp32 dot in the vector runs
+// (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
 template <ReduceMap M, typename T>
 inline constexpr bool kVectorRuns =
     M != ReduceMap::kProduct &&
@@ -141,6 +143,24 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
   kernel<<<grid, kRunThreads, 0, stream>>>(a, out, work.slots, work.counters, nvec,
                                            ceil_div(nvec, splits), static_cast<int>(splits),
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
+}
+
+// Whole aligned rows of whole vectors, a block per row (no split), where kVectorRuns: the vector
+// runs' shape (kRunThreads threads, kVectorRunLoadsInFlight<T> loads each, kVectorRunMinBlocks
+// blocks per SM), which measured faster on an H200 than 256 threads with 8 loads, 1024 with 2, or
+// a grid of 2 to 4 resident blocks per SM (docs/PERFORMANCE.md).
+template <ReduceMap M, typename T, typename O>
+void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
+                        cudaStream_t stream) {
+  static_assert(kVectorRuns<M, T>, "vector rows serve sums and sums of squares (kVectorRuns)");
+  constexpr int64_t V = vec_width<T>();
+  TORCH_INTERNAL_ASSERT(R % V == 0 && is_aligned(a, 16),
+                        "smem: vector rows need aligned rows of whole vectors, got rows of ", R);
+  constexpr int L = kVectorRunLoadsInFlight<T>;
+  auto* kernel =
+      streaming ? reduce_vector_rows_kernel<M, kRunThreads, L, kVectorRunMinBlocks, true, T, O>
+                : reduce_vector_rows_kernel<M, kRunThreads, L, kVectorRunMinBlocks, false, T, O>;
+  kernel<<<block_per_item(rows), kRunThreads, 0, stream>>>(a, out, rows, R / V);
 }
 
 // Rows split into `splits` > 1 contiguous runs each (row_run_splits), where kRowRuns.
@@ -198,6 +218,14 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R, kRunBytes) : 1;
       if (runs > 1) {
         launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
+        SMEM_LAUNCH_CHECK();
+        return;
+      }
+    }
+    if constexpr (kVectorRuns<M, T>) {
+      // whole aligned rows of whole vectors, a block each
+      if (splits == 1 && R % vec_width<T>() == 0 && is_aligned(a, 16)) {
+        launch_vector_rows<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
       }

@@ -6,7 +6,8 @@
 // sums) take one contiguous run per block instead (reduce_row_runs_kernel,
 // reduce_half_row_runs_kernel), where each row gets two runs or more (row_run_splits, reduce.cu);
 // sums of aligned rows of whole vectors (fp32, fp16, bf16) a leaner runs kernel
-// (reduce_vector_runs_kernel).
+// (reduce_vector_runs_kernel), and such rows that are not split a block each
+// (reduce_vector_rows_kernel).
 #pragma once
 
 #include <cstdint>
@@ -125,26 +126,12 @@ reduce_half_row_runs_kernel(const T* a, const T* b, O* out,
                                    at_start);
 }
 
-// Sums (M: kIdentity, kSquare) of split rows of whole 16-byte vectors from a 16-byte aligned
-// start (row blockIdx.y, `nvec` vectors), each block summing one contiguous run of `run` vectors
-// of its row, as row_runs does, but without the head and tail that thread_partial checks for,
-// and with the evict-first choice (kStreaming) compiled in: its path to the first loads is
-// short, and in a grid of one wave every block's start lies on the kernel's path.
-template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
-          typename O>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word* slots,
-                          unsigned* done, int64_t nvec, int64_t run, int splits, bool at_start) {
-  static_assert(M != ReduceMap::kProduct, "vector runs read one operand");
-  using A = acc_t<T>;
-  using VecT = Vec<T, vec_width<T>()>;
-  const int64_t row = blockIdx.y;
-  const unsigned ticket = ticket_at_start(&done[row], at_start);
-  const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
-  const int64_t begin = blockIdx.x * run;
-  const int64_t end = std::min(nvec, begin + run);
+// This thread's sum of map(v) over the vectors av[i], av[i + kThreads], ... below `end`, with
+// kInFlight loads in flight and the evict-first choice (kStreaming) compiled in: no head or
+// tail to check, so the path to the first loads is short.
+template <ReduceMap M, int kThreads, int kInFlight, bool kStreaming, typename A, typename VecT>
+__device__ inline A vector_partial(const VecT* av, int64_t i, int64_t end) {
   Accumulator<A> acc;
-  int64_t i = begin + threadIdx.x;
   for (; i + (kInFlight - 1) * kThreads < end; i += kInFlight * kThreads) {
     VecT v[kInFlight];
 #pragma unroll
@@ -153,7 +140,7 @@ reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word*
     for (int u = 0; u < kInFlight; ++u) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
   // The last, partial batch: its loads in flight together too, predicated (for_each_batched's
-  // guarded batch, which breaks out of its loops, spilled 32 bytes in the fp32 evict-first kernels)
+  // guarded batch, which breaks out of its loops, spilled 32 bytes in the fp32 evict-first runs)
   if (i < end) {
     VecT v[kInFlight] = {};
 #pragma unroll
@@ -163,8 +150,46 @@ reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word*
     for (int u = 0; u < kInFlight; ++u)
       if (i + u * kThreads < end) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
-  finish_run<kThreads>(acc.value(), slots + row * splits, at_start, ticket, &done[row], splits,
-                       &out[row]);
+  return acc.value();
+}
+
+// Sums (M: kIdentity, kSquare) of split rows of whole 16-byte vectors from a 16-byte aligned
+// start (row blockIdx.y, `nvec` vectors), each block summing one contiguous run of `run` vectors
+// of its row, as row_runs does, but through vector_partial: in a grid of one wave every block's
+// start lies on the kernel's path.
+template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
+          typename O>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word* slots,
+                          unsigned* done, int64_t nvec, int64_t run, int splits, bool at_start) {
+  static_assert(M != ReduceMap::kProduct, "vector runs read one operand");
+  using VecT = Vec<T, vec_width<T>()>;
+  const int64_t row = blockIdx.y;
+  const unsigned ticket = ticket_at_start(&done[row], at_start);
+  const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
+  const int64_t begin = blockIdx.x * run;
+  const int64_t end = std::min(nvec, begin + run);
+  finish_run<kThreads>(
+      vector_partial<M, kThreads, kInFlight, kStreaming, acc_t<T>>(av, begin + threadIdx.x, end),
+      slots + row * splits, at_start, ticket, &done[row], splits, &out[row]);
+}
+
+// Sums (M: kIdentity, kSquare) of whole rows of `nvec` 16-byte vectors from a 16-byte aligned
+// start, a block per row (striding by gridDim.x): rows long enough for a block but too many to
+// split. Each block's setup and combine lie between its loads and the next block's, thousands
+// of times over, so the path to the loads is vector_partial's.
+template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
+          typename O>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+reduce_vector_rows_kernel(const T* a, O* out, int64_t rows, int64_t nvec) {
+  static_assert(M != ReduceMap::kProduct, "vector rows read one operand");
+  using VecT = Vec<T, vec_width<T>()>;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
+    const acc_t<T> v = block_sum<kThreads>(
+        vector_partial<M, kThreads, kInFlight, kStreaming, acc_t<T>>(av, threadIdx.x, nvec));
+    if (threadIdx.x == 0) out[row] = static_cast<O>(v);
+  }
 }
 
 }  // namespace

@@ -10,9 +10,9 @@ namespace smem::cuda::reduce {
 constexpr int kBlockThreads = 256;
 // Independent 16-byte loads each thread keeps in flight.
 constexpr int kLoadsInFlight = 4;
-// Whole fp32 rows of one block each: loads in flight per thread, so that a row of up to 8192
-// is one batch, one wait. (Not for bf16, whose kernel would then hold too many registers, nor
-// for split rows.)
+// Whole fp32 rows of one block each that the vector rows below do not take (off alignment, not
+// whole vectors, dots): loads in flight per thread, so that a row of up to 8192 is one batch, one
+// wait. (Not for bf16, whose kernel would then hold too many registers, nor for split rows.)
 constexpr int kWholeRowFloatLoadsInFlight = 8;
 // Rows up to this length get one warp each; longer ones a block (or several: splits).
 constexpr int64_t kWarpRowMax = 4096;
@@ -57,7 +57,10 @@ constexpr int64_t kRunBytes = int64_t(64) << 10;
 // KB runs gave 1024 and two waves: 20.93 against 20.43-20.50 us on an H200).
 // Same-run A/B on an H200 (132 SMs), device us, against the kernels above: fp32 1M 4.72-4.74 ->
 // 4.38, 16M 21.20-21.22 -> 20.48-20.64, bf16 16M 12.77-12.80 -> 12.38-12.46, fp16 1M 4.00-4.03
-// -> 3.62-3.63 (docs/PERFORMANCE.md).
+// -> 3.62-3.63 (docs/PERFORMANCE.md). Such rows that are not split (too many of them) take
+// reduce_vector_rows_kernel, a block of the same shape per row, where the interleaved kernel's
+// 256 threads held 8 loads each at 58 registers: on an H200, fp32 8192^2 68.3-68.4 -> 67.8 us,
+// bf16 36.9 -> 33.5, bf16 100000 x 8192 410-411 -> 377-381 (docs/PERFORMANCE.md).
 constexpr int kVectorRunMinBlocks = 4;
 constexpr int64_t kVectorRunBytes = int64_t(128) << 10;
 template <typename T>
