@@ -3,6 +3,7 @@
     python3 tools/probe.py sum_1m sum_16m hist_bf16          # selected cases
     python3 tools/probe.py all --tag FILL=4                  # every case, tagged lines
     python3 tools/probe.py t:float32:181x181 torch_t:float32:181x181   # any transpose shape
+    python3 tools/probe.py sum:bfloat16:8192x8192:-1 compile_sum:bfloat16:8192x8192:-1  # any sum
 
 Both clocks of the benchmark (benchmarks/timing.py): device time (kernel durations from CUPTI,
 median, L2 flushed before each call) and wall time (CUDA events, median, L2 flushed). Prints one
@@ -65,10 +66,22 @@ def _sum(shape, dtype=torch.float32, dim=None, impl="smem"):
     return (lambda: op(x)), SumRef(x.double(), dim), x.numel() * x.element_size()
 
 
-def _squares(shape=1 << 24, dim=None):
-    x = _randn(shape)
+def _squares(shape=1 << 24, dim=None, dtype=torch.float32):
+    x = _randn(shape, dtype)
     op = (lambda: ops.sum_of_squares(x)) if dim is None else (lambda: ops.sum_of_squares(x, [dim]))
-    return op, SumRef(x.double() ** 2, dim), x.numel() * 4
+    return op, SumRef(x.double() ** 2, dim), x.numel() * x.element_size()
+
+
+def _sum_named(name):
+    """sum:<dtype>:<d0>x<d1>[x...][:<dim>] (torch_sum:, compile_sum:, squares:): a sum over
+    `dim`, all dims when it is left out."""
+    impl, dtype, shape, *dim = name.split(":")
+    shape = tuple(int(d) for d in shape.split("x"))
+    dim = int(dim[0]) if dim else None
+    if impl == "squares":
+        return _squares(shape, dim, getattr(torch, dtype))
+    impl = {"torch_sum": "torch", "compile_sum": "compile"}.get(impl, "smem")
+    return _sum(shape, getattr(torch, dtype), dim, impl)
 
 
 def _dot():
@@ -371,6 +384,8 @@ def main(argv=None):
         # final:staged) names smem._transpose_variant's
         if name.split(":")[0] in ("t", "torch_t", "compile_t"):
             CASES[name] = functools.partial(_transpose_named, name)
+        if name.split(":")[0] in ("sum", "torch_sum", "compile_sum", "squares"):
+            CASES[name] = functools.partial(_sum_named, name)
     ceiling = ({"device": args.ceiling, "wall": args.ceiling} if args.ceiling
                else copy_ceiling_gbs(dev))
     for name in names:
