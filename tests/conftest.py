@@ -78,3 +78,10 @@ def cuda_kernels(fn):
     if not names:
         pytest.skip("the profiler records no CUDA kernels here (CUPTI taken, e.g. by compute-sanitizer)")
     return names
+
+
+def eps(dtype):
+    """The machine epsilon of dtype (of its real part, for complex dtypes)."""
+    if dtype.is_complex:
+        dtype = torch.float32 if dtype == torch.complex64 else torch.float64
+    return torch.finfo(dtype).eps

@@ -6,7 +6,7 @@
 //     partials handed over through flagged slots (split_slots.cuh); fp16 sums and sums of
 //     squares the same in reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
-//     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorRuns);
+//     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
 //     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
@@ -102,7 +102,7 @@ inline constexpr bool kRowRuns =
 // squares of fp32, fp16 and bf16. Dots keep the other kernels: the fp32 dot in the vector runs
 // (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
 template <ReduceMap M, typename T>
-inline constexpr bool kVectorRuns =
+inline constexpr bool kVectorKernels =
     M != ReduceMap::kProduct &&
     (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
 
@@ -124,11 +124,12 @@ int64_t row_run_splits(int64_t rows, int64_t R, int64_t run_bytes) {
 }
 
 // Aligned rows of whole vectors split into `splits` > 1 runs each (row_run_splits with
-// kVectorRunBytes), where kVectorRuns.
+// kVectorRunBytes), where kVectorKernels.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t splits, bool streaming,
                         cudaStream_t stream) {
-  static_assert(kVectorRuns<M, T>, "vector runs serve sums and sums of squares (kVectorRuns)");
+  static_assert(kVectorKernels<M, T>,
+                "vector runs serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(splits > 1 && rows <= 65535 && R % V == 0 && is_aligned(a, 16),
                         "smem: vector runs need aligned rows of whole vectors, got ", rows,
@@ -145,14 +146,15 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
-// Whole aligned rows of whole vectors, a block per row (no split), where kVectorRuns: the vector
-// runs' shape (kRunThreads threads, kVectorRunLoadsInFlight<T> loads each, kVectorRunMinBlocks
-// blocks per SM), which measured faster on an H200 than 256 threads with 8 loads, 1024 with 2, or
-// a grid of 2 to 4 resident blocks per SM (docs/PERFORMANCE.md).
+// Whole aligned rows of whole vectors, a block per row (no split), where kVectorKernels: the
+// vector runs' shape (kRunThreads threads, kVectorRunLoadsInFlight<T> loads each,
+// kVectorRunMinBlocks blocks per SM), the only shape of five measured on an H200 that was ahead
+// of the interleaved kernel on every row (docs/PERFORMANCE.md).
 template <ReduceMap M, typename T, typename O>
 void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                         cudaStream_t stream) {
-  static_assert(kVectorRuns<M, T>, "vector rows serve sums and sums of squares (kVectorRuns)");
+  static_assert(kVectorKernels<M, T>,
+                "vector rows serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(R % V == 0 && is_aligned(a, 16),
                         "smem: vector rows need aligned rows of whole vectors, got rows of ", R);
@@ -201,16 +203,22 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
     auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
     const int splits = choose_splits(
         kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
-    if constexpr (kVectorRuns<M, T>) {
-      // rows the interleaved kernel would split, aligned, of whole vectors, that runs of 128 KB
-      // split twice or more (b is a: no dot); rows that they would not split go on below
-      const int64_t runs = splits > 1 && R % vec_width<T>() == 0 && is_aligned(a, 16)
-                               ? row_run_splits<T>(outer, R, kVectorRunBytes)
-                               : 1;
-      if (runs > 1) {
-        launch_vector_runs<M>(a, out, outer, R, runs, streaming, stream);
-        SMEM_LAUNCH_CHECK();
-        return;
+    if constexpr (kVectorKernels<M, T>) {
+      // aligned rows of whole vectors (b is a: no dot): whole, a block each where the interleaved
+      // kernel would not split them; else in runs where runs of 128 KB split them twice or more
+      // (rows that they would not split go on below)
+      if (R % vec_width<T>() == 0 && is_aligned(a, 16)) {
+        if (splits == 1) {
+          launch_vector_rows<M>(a, out, outer, R, streaming, stream);
+          SMEM_LAUNCH_CHECK();
+          return;
+        }
+        const int64_t runs = row_run_splits<T>(outer, R, kVectorRunBytes);
+        if (runs > 1) {
+          launch_vector_runs<M>(a, out, outer, R, runs, streaming, stream);
+          SMEM_LAUNCH_CHECK();
+          return;
+        }
       }
     }
     if constexpr (kRowRuns<M, T>) {
@@ -218,14 +226,6 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R, kRunBytes) : 1;
       if (runs > 1) {
         launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
-        SMEM_LAUNCH_CHECK();
-        return;
-      }
-    }
-    if constexpr (kVectorRuns<M, T>) {
-      // whole aligned rows of whole vectors, a block each
-      if (splits == 1 && R % vec_width<T>() == 0 && is_aligned(a, 16)) {
-        launch_vector_rows<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
       }

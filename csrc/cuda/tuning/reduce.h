@@ -57,10 +57,11 @@ constexpr int64_t kRunBytes = int64_t(64) << 10;
 // KB runs gave 1024 and two waves: 20.93 against 20.43-20.50 us on an H200).
 // Same-run A/B on an H200 (132 SMs), device us, against the kernels above: fp32 1M 4.72-4.74 ->
 // 4.38, 16M 21.20-21.22 -> 20.48-20.64, bf16 16M 12.77-12.80 -> 12.38-12.46, fp16 1M 4.00-4.03
-// -> 3.62-3.63 (docs/PERFORMANCE.md). Such rows that are not split (too many of them) take
-// reduce_vector_rows_kernel, a block of the same shape per row, where the interleaved kernel's
-// 256 threads held 8 loads each at 58 registers: on an H200, fp32 8192^2 68.3-68.4 -> 67.8 us,
-// bf16 36.9 -> 33.5, bf16 100000 x 8192 410-411 -> 377-381 (docs/PERFORMANCE.md).
+// -> 3.62-3.63 (docs/PERFORMANCE.md). Such rows that are not split (too many or too short)
+// take reduce_vector_rows_kernel, a block of the same shape per row, where the interleaved
+// kernel's 256 threads held 8 loads each at 58 registers: on an H200, fp32 8192^2 68.3-68.4 ->
+// 67.8-67.9 us, bf16 36.8-36.9 -> 33.5, bf16 100000 x 8192 409-411 -> 376-381
+// (docs/PERFORMANCE.md).
 constexpr int kVectorRunMinBlocks = 4;
 constexpr int64_t kVectorRunBytes = int64_t(128) << 10;
 template <typename T>
