@@ -95,6 +95,33 @@ def test_split_half_rows(device, dtype, shape):
     assert torch.equal(smem_ops.sum_of_squares(small, -1), sq)
 
 
+def _check_row_sums(x):
+    """smem's sums and sums of squares of x's rows: large values at both ends of every row (a row
+    that lost its first or last elements misses the bound by far), a float64 reference,
+    repeatable bits, and a NaN and an infinity in rows of their own."""
+    rows, n = x.shape
+    dtype = x.dtype
+    if n >= 4:
+        x[..., :2] = torch.tensor([100.0, -200.0])
+        x[..., -2:] = torch.tensor([300.0, 400.0])
+    ulp = eps(dtype)
+    ref = x.double().sum(-1)
+    out = smem_ops.sum(x, -1)
+    assert out.dtype == dtype and out.shape == (rows,)
+    bound = ulp * ref.abs() + 4 * 1.2e-7 * x.abs().double().sum(-1)
+    assert ((out.double() - ref).abs() <= bound).all()
+    assert torch.equal(smem_ops.sum(x, -1), out)
+    small = x * 0.01  # squares of a few thousand in all: no fp16 overflow
+    ref_sq = small.double().square().sum(-1)
+    sq = smem_ops.sum_of_squares(small, -1)
+    assert ((sq.double() - ref_sq).abs() <= (ulp + 4 * 1.2e-7) * ref_sq + 1e-30).all()
+    if rows >= 3 and n >= 4:
+        x[1, n // 2] = math.nan
+        x[2, -3] = math.inf
+        want = x.double().sum(-1).to(dtype)
+        torch.testing.assert_close(smem_ops.sum(x, -1), want, equal_nan=True)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(600, 4104), (500, 8192), (420, 16384), (450, 20008),
@@ -107,37 +134,32 @@ def test_whole_vector_rows(device, dtype, shape):
     only (4104 elements; for 16-bit types thread 0 alone takes a whole batch of its 2 loads), one
     whole batch (8192), two (16384), two and a partial one (20008). Rows too short to split
     (5000), and single rows, down to fewer vectors than threads (64 elements). No rows and empty
-    rows are answered on the host. Large values at both ends of every row (a row that lost its
-    first or last elements misses the bound by far), a float64 reference, repeatable bits, sums
-    of squares, and a NaN and an infinity in rows of their own."""
-    x = make_tensor(shape, dtype, device)
-    if shape[1] >= 8:
-        x[..., :2] = torch.tensor([100.0, -200.0])
-        x[..., -2:] = torch.tensor([300.0, 400.0])
-    ulp = eps(dtype)
-    ref = x.double().sum(-1)
-    out = smem_ops.sum(x, -1)
-    assert out.dtype == dtype and out.shape == shape[:1]
-    bound = ulp * ref.abs() + 4 * 1.2e-7 * x.abs().double().sum(-1)
-    assert ((out.double() - ref).abs() <= bound).all()
-    assert torch.equal(smem_ops.sum(x, -1), out)
-    small = x * 0.01  # squares of a few thousand in all: no fp16 overflow
-    ref_sq = small.double().square().sum(-1)
-    sq = smem_ops.sum_of_squares(small, -1)
-    assert ((sq.double() - ref_sq).abs() <= (ulp + 4 * 1.2e-7) * ref_sq + 1e-30).all()
-    if shape[0] >= 3 and shape[1] >= 8:
-        x[1, shape[1] // 2] = math.nan
-        x[2, -3] = math.inf
-        want = x.double().sum(-1).to(dtype)
-        torch.testing.assert_close(smem_ops.sum(x, -1), want, equal_nan=True)
+    rows are answered on the host. The checks of _check_row_sums."""
+    _check_row_sums(make_tensor(shape, dtype, device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
+                                   (513, 136), (300, 256), (257, 1000), (129, 1024), (65, 4096),
+                                   (2, 32), (3, 4096)], ids=str)
+def test_short_vector_rows(device, dtype, shape):
+    """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one
+    (on CUDA the vector groups, so many lanes a row that each has at most 4 vectors, up to a warp:
+    fp32 rows of 4, 8, 32, 64, 128, 136 and 1000 take 1, 1, 2, 4, 8, 16 and 32 lanes; 8 warps'
+    rows a block; 16-bit rows of 4 elements are not whole vectors and take the warp kernel), row
+    counts that leave groups of the last warp without a row, and lanes with a partial last batch
+    (136, 1000). The checks of _check_row_sums."""
+    _check_row_sums(make_tensor(shape, dtype, device))
 
 
 @requires_cuda
 def test_whole_rows_kernel_choice():
-    """Which kernel rows that are not split take: the vector rows for aligned rows of whole 16-byte
-    vectors of fp32, fp16 and bf16 (sums and sums of squares; many rows or one short one), the
-    interleaved kernel for rows off alignment or not whole vectors, fp64 rows and dots. A test
-    that only checked values would pass on any."""
+    """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
+    fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, or one short one)
+    or the vector groups (many rows of at most 4096 elements); the interleaved or warp kernel for
+    rows off alignment or not whole vectors, fp64 rows and dots. A test that only checked values
+    would pass on any."""
 
     def launched(fn):
         return " ".join(cuda_kernels(fn))
@@ -154,6 +176,13 @@ def test_whole_rows_kernel_choice():
     assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for n in (32, 4096):
+            x = make_tensor((1001, n), dtype, "cuda")
+            assert "reduce_vector_groups_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
+    odd = make_tensor((1001, 30), torch.float32, "cuda")
+    names = launched(lambda: smem_ops.sum(odd, -1))
+    assert "reduce_rows_kernel" in names and "reduce_vector_groups_kernel" not in names, names
     one = make_tensor((4096,), torch.float32, "cuda")
     assert "reduce_vector_rows_kernel" in launched(lambda: smem_ops.sum(one))
     names = launched(lambda: smem_ops.dot(one, one))
@@ -228,16 +257,17 @@ def test_cuda_vector_runs_over_2_31_elements():
 
 @requires_cuda
 @pytest.mark.slow
-def test_cuda_vector_rows_over_2_31_elements():
-    """bf16 rows of whole vectors, too many to split, past 2^31 elements (the vector rows; byte
-    offsets past 2^32): the first, a middle and the last row's values land in their own outputs.
-    The kernel indexes 16-byte vectors, under 2^29 here, so this checks the launch and the 64-bit
-    addresses, not a 32-bit vector index (which would pass here)."""
-    rows = (1 << 18) + 1  # x 8192 = 2^31 + 8192 elements
-    x = torch.zeros(rows, 8192, dtype=torch.bfloat16, device="cuda")
+@pytest.mark.parametrize("rows,n", [((1 << 18) + 1, 8192), ((1 << 25) + 1, 64)], ids=str)
+def test_cuda_vector_rows_over_2_31_elements(rows, n):
+    """bf16 rows of whole vectors, too many to split, past 2^31 elements (2^31 + n; the vector
+    rows, and for rows of 64 the vector groups; byte offsets past 2^32): the first, a middle and
+    the last row's values land in their own outputs. The kernels index 16-byte vectors, under
+    2^29 here, so this checks the launches and the 64-bit addresses, not a 32-bit vector index
+    (which would pass here)."""
+    x = torch.zeros(rows, n, dtype=torch.bfloat16, device="cuda")
     x[0, :8] = -7.0
     x[-1, -8:] = 1000.0
-    x[rows // 2, 100] = 3.0
+    x[rows // 2, n // 2] = 3.0
     out = smem_ops.sum(x, -1)
     assert out[0].item() == -56.0 and out[-1].item() == 8000.0 and out[rows // 2].item() == 3.0
     assert out.double().abs().sum().item() == 8059.0  # nothing anywhere else

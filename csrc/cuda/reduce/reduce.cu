@@ -7,7 +7,9 @@
 //     squares the same in reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
 //     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
-//     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each.
+//     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each,
+//     and reduce_vector_groups_kernel the short ones (where the warp kernel would), a group of
+//     lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -98,7 +100,8 @@ inline constexpr bool kRowRuns =
     std::is_same_v<T, float> || (std::is_same_v<T, c10::Half> && M != ReduceMap::kProduct);
 
 // Whether rows of T take the vector kernels for map M, where they are aligned rows of whole
-// vectors (reduce_vector_runs_kernel split, reduce_vector_rows_kernel whole): sums and sums of
+// vectors (reduce_vector_runs_kernel split, reduce_vector_rows_kernel whole,
+// reduce_vector_groups_kernel short): sums and sums of
 // squares of fp32, fp16 and bf16. Dots keep the other kernels: the fp32 dot in the vector runs
 // (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
 template <ReduceMap M, typename T>
@@ -165,6 +168,29 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   kernel<<<block_per_item(rows), kRunThreads, 0, stream>>>(a, out, rows, R / V);
 }
 
+// Short aligned rows of whole vectors (at most kWarpRowMax elements, more than one row), where
+// kVectorKernels: groups of lanes per row, as many as give each lane about kLoadsInFlight
+// vectors (a power of two, at most a warp), a block per 8 warps' rows.
+template <ReduceMap M, typename T, typename O>
+void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
+                          cudaStream_t stream) {
+  static_assert(kVectorKernels<M, T>,
+                "vector groups serve sums and sums of squares (kVectorKernels)");
+  constexpr int64_t V = vec_width<T>();
+  TORCH_INTERNAL_ASSERT(
+      R % V == 0 && R <= kWarpRowMax && is_aligned(a, 16),
+      "smem: vector groups need short aligned rows of whole vectors, got rows of ", R);
+  const int64_t nvec = R / V;
+  int log2_lanes = 0;
+  while ((int64_t(1) << log2_lanes) * kLoadsInFlight < nvec && (1 << log2_lanes) < kWarpSize)
+    ++log2_lanes;
+  auto* kernel = streaming ? reduce_vector_groups_kernel<M, kLoadsInFlight, true, T, O>
+                           : reduce_vector_groups_kernel<M, kLoadsInFlight, false, T, O>;
+  const int64_t rows_per_block = kBlockThreads >> log2_lanes;
+  kernel<<<block_per_item(ceil_div(rows, rows_per_block)), kBlockThreads, 0, stream>>>(
+      a, out, rows, nvec, log2_lanes);
+}
+
 // Rows split into `splits` > 1 contiguous runs each (row_run_splits), where kRowRuns.
 template <ReduceMap M, typename T, typename O>
 void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, int64_t splits,
@@ -196,6 +222,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   const bool streaming =
       stream_once(bytes_read, inner == 1 ? kStreamOnceL2Sizes : kColStreamOnceL2Sizes);
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
+    if constexpr (kVectorKernels<M, T>) {
+      if (R % vec_width<T>() == 0 && is_aligned(a, 16)) {
+        launch_vector_groups<M>(a, out, outer, R, streaming, stream);
+        SMEM_LAUNCH_CHECK();
+        return;
+      }
+    }
     auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
     kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
              stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming, false);

@@ -126,16 +126,17 @@ reduce_half_row_runs_kernel(const T* a, const T* b, O* out,
                                    at_start);
 }
 
-// This thread's sum of map(v) over the vectors av[i], av[i + kThreads], ... below `end`, with
+// This thread's sum of map(v) over the vectors av[i], av[i + stride], ... below `end`, with
 // kInFlight loads in flight and the evict-first choice (kStreaming) compiled in: no head or
-// tail to check, so the path to the first loads is short.
-template <ReduceMap M, int kThreads, int kInFlight, bool kStreaming, typename A, typename VecT>
-__device__ inline A vector_partial(const VecT* av, int64_t i, int64_t end) {
+// tail to check, so the path to the first loads is short. (The kernels whose stride is their
+// block pass it as a constant.)
+template <ReduceMap M, int kInFlight, bool kStreaming, typename A, typename VecT>
+__device__ inline A vector_partial(const VecT* av, int64_t i, int64_t end, int stride) {
   Accumulator<A> acc;
-  for (; i + (kInFlight - 1) * kThreads < end; i += kInFlight * kThreads) {
+  for (; i + (kInFlight - 1) * stride < end; i += kInFlight * stride) {
     VecT v[kInFlight];
 #pragma unroll
-    for (int u = 0; u < kInFlight; ++u) v[u] = load_once(av + i + u * kThreads, kStreaming);
+    for (int u = 0; u < kInFlight; ++u) v[u] = load_once(av + i + u * stride, kStreaming);
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
@@ -145,10 +146,10 @@ __device__ inline A vector_partial(const VecT* av, int64_t i, int64_t end) {
     VecT v[kInFlight] = {};
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u)
-      if (i + u * kThreads < end) v[u] = load_once(av + i + u * kThreads, kStreaming);
+      if (i + u * stride < end) v[u] = load_once(av + i + u * stride, kStreaming);
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u)
-      if (i + u * kThreads < end) acc.add(vector_sum<M, A>(v[u], v[u]));
+      if (i + u * stride < end) acc.add(vector_sum<M, A>(v[u], v[u]));
   }
   return acc.value();
 }
@@ -170,7 +171,7 @@ reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word*
   const int64_t begin = blockIdx.x * run;
   const int64_t end = std::min(nvec, begin + run);
   finish_run<kThreads>(
-      vector_partial<M, kThreads, kInFlight, kStreaming, acc_t<T>>(av, begin + threadIdx.x, end),
+      vector_partial<M, kInFlight, kStreaming, acc_t<T>>(av, begin + threadIdx.x, end, kThreads),
       slots + row * splits, at_start, ticket, &done[row], splits, &out[row]);
 }
 
@@ -187,8 +188,40 @@ reduce_vector_rows_kernel(const T* a, O* out, int64_t rows, int64_t nvec) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
     const acc_t<T> v = block_sum<kThreads>(
-        vector_partial<M, kThreads, kInFlight, kStreaming, acc_t<T>>(av, threadIdx.x, nvec));
+        vector_partial<M, kInFlight, kStreaming, acc_t<T>>(av, threadIdx.x, nvec, kThreads));
     if (threadIdx.x == 0) out[row] = static_cast<O>(v);
+  }
+}
+
+// Sums (M: kIdentity, kSquare) of short rows (at most kWarpRowMax elements) of `nvec` whole
+// 16-byte vectors from a 16-byte aligned start, a group of 2^log2_lanes lanes per row (a power of
+// two up to a warp, so that each lane has about kInFlight vectors) and a warp's 32 >> log2_lanes
+// rows side by side: a warp per row would leave most lanes idle on rows of a few vectors, and
+// the rest one load each. The groups' sums are shuffle trees within each group (a lane reads
+// only lanes above it in its group; what lanes past a group's first read is never used).
+template <ReduceMap M, int kInFlight, bool kStreaming, typename T, typename O>
+__global__ void __launch_bounds__(kBlockThreads)
+reduce_vector_groups_kernel(const T* a, O* out, int64_t rows, int64_t nvec, int log2_lanes) {
+  static_assert(M != ReduceMap::kProduct, "vector groups read one operand");
+  using VecT = Vec<T, vec_width<T>()>;
+  using A = acc_t<T>;
+  const int lanes = 1 << log2_lanes;
+  const int lane = threadIdx.x & (lanes - 1);
+  const int rows_per_warp = kWarpSize >> log2_lanes;
+  constexpr int kWarps = kBlockThreads / kWarpSize;
+  // the warp's first row and its stride: uniform across the warp, so every lane takes each
+  // shuffle, whether its group has a row or not
+  const int64_t warp_row =
+      (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize) * rows_per_warp;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarps * rows_per_warp;
+  const int group = (threadIdx.x % kWarpSize) >> log2_lanes;
+  for (int64_t first = warp_row; first < rows; first += stride) {
+    const int64_t row = first + group;
+    A v = row < rows ? vector_partial<M, kInFlight, kStreaming, A>(
+                           reinterpret_cast<const VecT*>(a) + row * nvec, lane, nvec, lanes)
+                     : A(0);
+    for (int delta = lanes / 2; delta > 0; delta /= 2) v = v + shfl_down(v, delta);
+    if (lane == 0 && row < rows) out[row] = static_cast<O>(v);
   }
 }
 
