@@ -14,7 +14,9 @@ constexpr int kLoadsInFlight = 4;
 // whole vectors, dots): loads in flight per thread, so that a row of up to 8192 is one batch, one
 // wait. (Not for bf16, whose kernel would then hold too many registers, nor for split rows.)
 constexpr int kWholeRowFloatLoadsInFlight = 8;
-// Rows up to this length get one warp each; longer ones a block (or several: splits).
+// Rows up to this length get one warp each (aligned rows of whole vectors of fp32, fp16 and bf16,
+// summed or squared: a group of lanes each, as many as give a lane at most kLoadsInFlight
+// vectors, up to a warp); longer ones a block (or several: splits).
 constexpr int64_t kWarpRowMax = 4096;
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
