@@ -109,6 +109,13 @@ inline constexpr bool kVectorKernels =
     M != ReduceMap::kProduct &&
     (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
 
+// Whether rows of length R starting at `a` are the vector kernels' rows: aligned, and whole
+// 16-byte vectors, so every row starts on a vector and needs no head or tail.
+template <typename T>
+bool whole_vector_rows(const T* a, int64_t R) {
+  return R % vec_width<T>() == 0 && is_aligned(a, 16);
+}
+
 // How many contiguous runs each of `rows` rows of length R is split into: one per `run_bytes`
 // (kRunBytes, kVectorRunBytes), within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM in
 // all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors
@@ -134,7 +141,7 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
   static_assert(kVectorKernels<M, T>,
                 "vector runs serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
-  TORCH_INTERNAL_ASSERT(splits > 1 && rows <= 65535 && R % V == 0 && is_aligned(a, 16),
+  TORCH_INTERNAL_ASSERT(splits > 1 && rows <= 65535 && whole_vector_rows(a, R),
                         "smem: vector runs need aligned rows of whole vectors, got ", rows,
                         " rows of ", R, " in ", splits, " runs");
   constexpr int L = kVectorRunLoadsInFlight<T>;
@@ -159,7 +166,7 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   static_assert(kVectorKernels<M, T>,
                 "vector rows serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
-  TORCH_INTERNAL_ASSERT(R % V == 0 && is_aligned(a, 16),
+  TORCH_INTERNAL_ASSERT(whole_vector_rows(a, R),
                         "smem: vector rows need aligned rows of whole vectors, got rows of ", R);
   constexpr int L = kVectorRunLoadsInFlight<T>;
   auto* kernel =
@@ -178,7 +185,7 @@ void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool stre
                 "vector groups serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(
-      R % V == 0 && R <= kWarpRowMax && is_aligned(a, 16),
+      R <= kWarpRowMax && whole_vector_rows(a, R),
       "smem: vector groups need short aligned rows of whole vectors, got rows of ", R);
   const int64_t nvec = R / V;
   int log2_lanes = 0;
@@ -223,7 +230,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       stream_once(bytes_read, inner == 1 ? kStreamOnceL2Sizes : kColStreamOnceL2Sizes);
   if (inner == 1 && R <= kWarpRowMax && outer > 1) {
     if constexpr (kVectorKernels<M, T>) {
-      if (R % vec_width<T>() == 0 && is_aligned(a, 16)) {
+      if (whole_vector_rows(a, R)) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
@@ -240,7 +247,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       // aligned rows of whole vectors (b is a: no dot): whole, a block each where the interleaved
       // kernel would not split them; else in runs where runs of 128 KB split them twice or more
       // (rows that they would not split go on below)
-      if (R % vec_width<T>() == 0 && is_aligned(a, 16)) {
+      if (whole_vector_rows(a, R)) {
         if (splits == 1) {
           launch_vector_rows<M>(a, out, outer, R, streaming, stream);
           SMEM_LAUNCH_CHECK();
