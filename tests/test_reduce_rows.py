@@ -141,25 +141,30 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
-                                   (513, 136), (300, 256), (257, 1000), (129, 1024), (65, 4096),
-                                   (2, 32), (3, 4096)], ids=str)
+                                   (513, 136), (300, 256), (1100, 1000), (1100, 2040),
+                                   (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
+                                   (3, 4096)], ids=str)
 def test_short_vector_rows(device, dtype, shape):
-    """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one
-    (on CUDA the vector groups, so many lanes a row that each has at most 4 vectors, up to a warp:
-    fp32 rows of 4, 8, 32, 64, 128, 136 and 1000 take 1, 1, 2, 4, 8, 16 and 32 lanes; 8 warps'
-    rows a block; 16-bit rows of 4 elements are not whole vectors and take the warp kernel), row
-    counts that leave groups of the last warp without a row, and lanes with a partial last batch
-    (136, 1000). The checks of _check_row_sums."""
+    """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one.
+    On CUDA (132 SMs) the vector groups, so many lanes a row that each has at most 4 vectors, up
+    to a warp: fp32 rows of 4, 8, 32, 64, 128, 136 and 1000 take 1, 1, 2, 4, 8, 16 and 32 lanes; 8
+    warps' rows a block; 16-bit rows of 4 elements are not whole vectors and take the warp kernel.
+    Row counts that leave groups of the last warp without a row; lanes with a partial last batch
+    (136), and full warps with several batches, the last partial (1100 rows of 1000, 2040, and
+    for 16-bit types 4088). Rows that several batches would leave too few for the groups take
+    the vector rows, a block each: 257 x 1000, 129 x 1024, 65 x 4096, 3 x 4096, and fp32 rows of
+    4088. The checks of _check_row_sums."""
     _check_row_sums(make_tensor(shape, dtype, device))
 
 
 @requires_cuda
 def test_whole_rows_kernel_choice():
     """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
-    fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, or one short one)
-    or the vector groups (many rows of at most 4096 elements); the interleaved or warp kernel for
-    rows off alignment or not whole vectors, fp64 rows and dots. A test that only checked values
-    would pass on any."""
+    fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, one short one, or
+    short rows that the groups would not fill the GPU with) or the vector groups (many rows of at
+    most 4096 elements, at the row counts that tuning/reduce.h's crossover names); the
+    interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots.
+    A test that only checked values would pass on any."""
 
     def launched(fn):
         return " ".join(cuda_kernels(fn))
@@ -176,10 +181,20 @@ def test_whole_rows_kernel_choice():
     assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
+    # short rows: the groups, but where a warp's group needs several batches of 128 vectors
+    # and the rows are fewer than 2 per SM per batch, or the rows are 1024 vectors (fp32 4096)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        for n in (32, 4096):
-            x = make_tensor((1001, n), dtype, "cuda")
-            assert "reduce_vector_groups_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
+        width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
+        for rows, nvec, kernel in ((1001, 8, "groups"), (3, 128, "groups"),
+                                   (sms * 4, 256, "groups"), (sms * 4 - 1, 256, "rows"),
+                                   (sms * 8, 512, "groups"), (sms * 8 - 1, 512, "rows")):
+            x = make_tensor((rows, nvec * width), dtype, "cuda")
+            names = launched(lambda x=x: smem_ops.sum(x, -1))
+            assert f"reduce_vector_{kernel}_kernel" in names, (dtype, rows, nvec, names)
+        x = make_tensor((sms * 64, 4096), dtype, "cuda")
+        kernel = "rows" if dtype == torch.float32 else "groups"
+        assert f"reduce_vector_{kernel}_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
     odd = make_tensor((1001, 30), torch.float32, "cuda")
     names = launched(lambda: smem_ops.sum(odd, -1))
     assert "reduce_rows_kernel" in names and "reduce_vector_groups_kernel" not in names, names

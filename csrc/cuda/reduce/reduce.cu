@@ -175,6 +175,18 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   kernel<<<block_per_item(rows), kRunThreads, 0, stream>>>(a, out, rows, R / V);
 }
 
+// Whether `rows` short aligned rows of `nvec` whole vectors take the vector groups rather than
+// a block each (kGroupRowsPerSmPerBatch, kGroupMaxVectorsPerRowThread): a full warp's group
+// that needs several batches of loads per row leaves the memory idle between them unless the
+// rows are many; a block per row has its loads in flight at once.
+inline bool vector_groups_take(int64_t rows, int64_t nvec) {
+  constexpr int64_t kWarpBatch = kWarpSize * kLoadsInFlight;
+  if (nvec <= kWarpBatch) return true;
+  if (nvec >= kGroupMaxVectorsPerRowThread * kRunThreads) return false;
+  const int64_t sms = current_device_info().sm_count;
+  return rows >= sms * kGroupRowsPerSmPerBatch * ceil_div(nvec, kWarpBatch);
+}
+
 // Short aligned rows of whole vectors (at most kWarpRowMax elements, more than one row), where
 // kVectorKernels: groups of lanes per row, as many as give each lane about kLoadsInFlight
 // vectors (a power of two, at most a warp), a block per 8 warps' rows.
@@ -228,14 +240,18 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   const int64_t bytes_read = outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2);
   const bool streaming =
       stream_once(bytes_read, inner == 1 ? kStreamOnceL2Sizes : kColStreamOnceL2Sizes);
-  if (inner == 1 && R <= kWarpRowMax && outer > 1) {
-    if constexpr (kVectorKernels<M, T>) {
-      if (whole_vector_rows(a, R)) {
+  bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
+  if constexpr (kVectorKernels<M, T>) {
+    if (warp_rows && whole_vector_rows(a, R)) {
+      if (vector_groups_take(outer, R / vec_width<T>())) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
       }
+      warp_rows = false;  // a block each, below
     }
+  }
+  if (warp_rows) {
     auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
     kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
              stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming, false);

@@ -18,6 +18,15 @@ constexpr int kWholeRowFloatLoadsInFlight = 8;
 // summed or squared: a group of lanes each, as many as give a lane at most kLoadsInFlight
 // vectors, up to a warp); longer ones a block (or several: splits).
 constexpr int64_t kWarpRowMax = 4096;
+// Those aligned short rows take a block each instead (the vector rows below) where a warp's
+// group would need more than one batch of loads and the rows are too few for the groups to
+// fill the GPU: fewer than kGroupRowsPerSmPerBatch rows per SM per batch of a warp's loads
+// (kWarpSize x kLoadsInFlight vectors), and always from kGroupMaxVectorsPerRowThread vectors
+// per thread of such a block (fp32 rows of 4096). The crossovers measured on an H200
+// (docs/PERFORMANCE.md): rows of 256 vectors, block rows ahead at 500 rows and behind at 1000;
+// rows of 512, ahead at 1000 and behind at 2000; rows of 1024, ahead at 64 to 16384 rows.
+constexpr int64_t kGroupRowsPerSmPerBatch = 2;
+constexpr int64_t kGroupMaxVectorsPerRowThread = 2;
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
 // latency, and more splits only add partials.
