@@ -3,6 +3,7 @@ CPU and CUDA: long rows split over blocks (contiguous runs, vector runs, the int
 and whole rows a block each (the vector rows), with the kernel each takes."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -146,14 +147,14 @@ def test_whole_vector_rows(device, dtype, shape):
                                    (3, 4096)], ids=str)
 def test_short_vector_rows(device, dtype, shape):
     """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one.
-    On CUDA (132 SMs) the vector groups, so many lanes a row that each has at most 4 vectors, up
-    to a warp: fp32 rows of 4, 8, 32, 64, 128, 136 and 1000 take 1, 1, 2, 4, 8, 16 and 32 lanes; 8
-    warps' rows a block; 16-bit rows of 4 elements are not whole vectors and take the warp kernel.
-    Row counts that leave groups of the last warp without a row; lanes with a partial last batch
-    (136), and full warps with several batches, the last partial (1100 rows of 1000, 2040, and
-    for 16-bit types 4088). Rows that several batches would leave too few for the groups take
-    the vector rows, a block each: 257 x 1000, 129 x 1024, 65 x 4096, 3 x 4096, and fp32 rows of
-    4088. The checks of _check_row_sums."""
+    On CUDA, up to a warp's batch of 128 vectors, the vector groups, so many lanes a row that each
+    has at most 4 vectors: fp32 rows of 4, 8, 32, 64, 128 and 136 take 1, 1, 2, 4, 8 and 16
+    lanes; 8 warps' rows a block; row counts that leave groups of the last warp without a row;
+    lanes with a partial last batch (136); 16-bit rows of 4 elements are not whole vectors and
+    take the warp kernel. Longer rows take the vector rows, blocks of about 2 vectors a thread:
+    128 threads (fp32 rows of 1000 and 1024, 16-bit ones of 2040), 256 (fp32 2040, 16-bit 4088
+    and 4096) and 512 (fp32 4088 and 4096), where the last threads have one vector. The checks
+    of _check_row_sums."""
     _check_row_sums(make_tensor(shape, dtype, device))
 
 
@@ -161,9 +162,8 @@ def test_short_vector_rows(device, dtype, shape):
 def test_whole_rows_kernel_choice():
     """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
     fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, one short one, or
-    short rows that the groups would not fill the GPU with) or the vector groups (many rows of at
-    most 4096 elements, at the row counts that tuning/reduce.h's crossover names); the
-    interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots.
+    short rows past a warp's batch of 128 vectors, in blocks of about 2 vectors a thread) or
+    the vector groups (short rows of up to 128 vectors); the interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots.
     A test that only checked values would pass on any."""
 
     def launched(fn):
@@ -181,20 +181,23 @@ def test_whole_rows_kernel_choice():
     assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
-    # short rows: the groups, but where a warp's group needs several batches of 128 vectors
-    # and the rows are fewer than 2 per SM per batch, or the rows are 1024 vectors (fp32 4096)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    # short rows: the groups up to a warp's batch of 128 vectors, the vector rows past it, in
+    # blocks of 128, 256 or 512 threads, about 2 vectors each
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
-        for rows, nvec, kernel in ((1001, 8, "groups"), (3, 128, "groups"),
-                                   (sms * 4, 256, "groups"), (sms * 4 - 1, 256, "rows"),
-                                   (sms * 8, 512, "groups"), (sms * 8 - 1, 512, "rows")):
+        for rows, nvec, kernel in ((1001, 8, "groups"), (3, 128, "groups"), (5000, 128, "groups"),
+                                   (3, 129, "rows<128"), (5000, 256, "rows<128"),
+                                   (5000, 257, "rows<256"), (5000, 512, "rows<256")):
+            if nvec * width > 4096:
+                continue
             x = make_tensor((rows, nvec * width), dtype, "cuda")
             names = launched(lambda x=x: smem_ops.sum(x, -1))
-            assert f"reduce_vector_{kernel}_kernel" in names, (dtype, rows, nvec, names)
-        x = make_tensor((sms * 64, 4096), dtype, "cuda")
-        kernel = "rows" if dtype == torch.float32 else "groups"
-        assert f"reduce_vector_{kernel}_kernel" in launched(lambda x=x: smem_ops.sum(x, -1))
+            name, _, threads = kernel.partition("<")
+            assert f"reduce_vector_{name}_kernel" in names, (dtype, rows, nvec, names)
+            block = rf"reduce_vector_rows_kernel<[^,<>]+, {threads},"
+            assert not threads or re.search(block, names), (dtype, nvec, names)
+    x = make_tensor((5000, 4096), torch.float32, "cuda")
+    assert re.search(r"reduce_vector_rows_kernel<[^,<>]+, 512,", launched(lambda: smem_ops.sum(x, -1)))
     odd = make_tensor((1001, 30), torch.float32, "cuda")
     names = launched(lambda: smem_ops.sum(odd, -1))
     assert "reduce_rows_kernel" in names and "reduce_vector_groups_kernel" not in names, names

@@ -156,35 +156,38 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
+// The vector rows in blocks of kThreads, with the registers of kVectorRunMinBlocks blocks of
+// kRunThreads per SM.
+template <ReduceMap M, int kThreads, typename T, typename O>
+void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool streaming,
+                           cudaStream_t stream) {
+  constexpr int L = kVectorRunLoadsInFlight<T>;
+  constexpr int B = kVectorRunMinBlocks * kRunThreads / kThreads;
+  auto* kernel = streaming ? reduce_vector_rows_kernel<M, kThreads, L, B, true, T, O>
+                           : reduce_vector_rows_kernel<M, kThreads, L, B, false, T, O>;
+  kernel<<<block_per_item(rows), kThreads, 0, stream>>>(a, out, rows, nvec);
+}
+
 // Whole aligned rows of whole vectors, a block per row (no split), where kVectorKernels: the
 // vector runs' shape (kRunThreads threads, kVectorRunLoadsInFlight<T> loads each,
 // kVectorRunMinBlocks blocks per SM), the only shape of five measured on an H200 that was ahead
-// of the interleaved kernel on every row (docs/PERFORMANCE.md).
+// of the interleaved kernel on every row (docs/PERFORMANCE.md); for short rows, smaller blocks
+// of the same registers per thread (kVectorRowMinThreads, kVectorRowVectorsPerThread).
 template <ReduceMap M, typename T, typename O>
 void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                         cudaStream_t stream) {
   static_assert(kVectorKernels<M, T>,
                 "vector rows serve sums and sums of squares (kVectorKernels)");
+  static_assert(kVectorRowMinThreads * 4 == kRunThreads, "three block sizes below");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(whole_vector_rows(a, R),
                         "smem: vector rows need aligned rows of whole vectors, got rows of ", R);
-  constexpr int L = kVectorRunLoadsInFlight<T>;
-  auto* kernel =
-      streaming ? reduce_vector_rows_kernel<M, kRunThreads, L, kVectorRunMinBlocks, true, T, O>
-                : reduce_vector_rows_kernel<M, kRunThreads, L, kVectorRunMinBlocks, false, T, O>;
-  kernel<<<block_per_item(rows), kRunThreads, 0, stream>>>(a, out, rows, R / V);
-}
-
-// Whether `rows` short aligned rows of `nvec` whole vectors take the vector groups rather than
-// a block each (kGroupRowsPerSmPerBatch, kGroupMaxVectorsPerRowThread): a full warp's group
-// that needs several batches of loads per row leaves the memory idle between them unless the
-// rows are many; a block per row has its loads in flight at once.
-inline bool vector_groups_take(int64_t rows, int64_t nvec) {
-  constexpr int64_t kWarpBatch = kWarpSize * kLoadsInFlight;
-  if (nvec <= kWarpBatch) return true;
-  if (nvec >= kGroupMaxVectorsPerRowThread * kRunThreads) return false;
-  const int64_t sms = current_device_info().sm_count;
-  return rows >= sms * kGroupRowsPerSmPerBatch * ceil_div(nvec, kWarpBatch);
+  const int64_t nvec = R / V;
+  if (nvec <= kVectorRowVectorsPerThread * kVectorRowMinThreads)
+    launch_vector_rows_in<M, kVectorRowMinThreads>(a, out, rows, nvec, streaming, stream);
+  else if (nvec <= kVectorRowVectorsPerThread * kVectorRowMinThreads * 2)
+    launch_vector_rows_in<M, kVectorRowMinThreads * 2>(a, out, rows, nvec, streaming, stream);
+  else launch_vector_rows_in<M, kRunThreads>(a, out, rows, nvec, streaming, stream);
 }
 
 // Short aligned rows of whole vectors (at most kWarpRowMax elements, more than one row), where
@@ -243,12 +246,13 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
   if constexpr (kVectorKernels<M, T>) {
     if (warp_rows && whole_vector_rows(a, R)) {
-      if (vector_groups_take(outer, R / vec_width<T>())) {
+      // rows that a full warp's group loads in one batch; longer ones a block each, below
+      if (R / vec_width<T>() <= kWarpSize * kLoadsInFlight) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
       }
-      warp_rows = false;  // a block each, below
+      warp_rows = false;
     }
   }
   if (warp_rows) {

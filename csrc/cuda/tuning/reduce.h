@@ -14,19 +14,12 @@ constexpr int kLoadsInFlight = 4;
 // whole vectors, dots): loads in flight per thread, so that a row of up to 8192 is one batch, one
 // wait. (Not for bf16, whose kernel would then hold too many registers, nor for split rows.)
 constexpr int kWholeRowFloatLoadsInFlight = 8;
-// Rows up to this length get one warp each (aligned rows of whole vectors of fp32, fp16 and bf16,
-// summed or squared: a group of lanes each, as many as give a lane at most kLoadsInFlight
-// vectors, up to a warp); longer ones a block (or several: splits).
+// Rows up to this length get a warp each; longer ones a block (or several: splits). Aligned
+// rows of whole vectors of fp32, fp16 and bf16, summed or squared, take a group of lanes each
+// instead (as many as give a lane at most kLoadsInFlight vectors) where a warp loads the row in
+// one batch: fp32 rows of up to 512, 16-bit ones of up to 1024. Longer such rows take the vector
+// rows below, a block each.
 constexpr int64_t kWarpRowMax = 4096;
-// Those aligned short rows take a block each instead (the vector rows below) where a warp's
-// group would need more than one batch of loads and the rows are too few for the groups to
-// fill the GPU: fewer than kGroupRowsPerSmPerBatch rows per SM per batch of a warp's loads
-// (kWarpSize x kLoadsInFlight vectors), and always from kGroupMaxVectorsPerRowThread vectors
-// per thread of such a block (fp32 rows of 4096). The crossovers measured on an H200
-// (docs/PERFORMANCE.md): rows of 256 vectors, block rows ahead at 500 rows and behind at 1000;
-// rows of 512, ahead at 1000 and behind at 2000; rows of 1024, ahead at 64 to 16384 rows.
-constexpr int64_t kGroupRowsPerSmPerBatch = 2;
-constexpr int64_t kGroupMaxVectorsPerRowThread = 2;
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
 // latency, and more splits only add partials.
@@ -77,6 +70,13 @@ constexpr int kVectorRunMinBlocks = 4;
 constexpr int64_t kVectorRunBytes = int64_t(128) << 10;
 template <typename T>
 inline constexpr int kVectorRunLoadsInFlight = sizeof(T) == 2 ? 2 : 4;
+// The vector rows' blocks shrink for short rows, a power of two from kVectorRowMinThreads up
+// to kRunThreads, to give each thread about kVectorRowVectorsPerThread vectors (with the same
+// registers: kVectorRunMinBlocks x kRunThreads threads resident per SM). On an H200, device us
+// (docs/PERFORMANCE.md): fp32 32768 x 2048 93.3 (512 threads) -> 64.8 (256; the warp groups
+// 70.7), bf16 32768 x 2048 83.6 -> 33.7-33.9 (128; the groups 36.9).
+constexpr int kVectorRowMinThreads = 128;
+constexpr int64_t kVectorRowVectorsPerThread = 2;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
 // (fewer where fewer are resident): 4 x 256 threads x 4 (or kColFloatLoadsInFlight) x 16 bytes
