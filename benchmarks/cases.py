@@ -192,6 +192,8 @@ def sum_cases(sw: Sweep):
                  else [((4096, 4096), -1), ((4096, 4096), 0), ((32, 1024, 128), 1)])
     if sw.quick:
         dim_cases = dim_cases[:2]
+    elif gpu:  # short rows: many of 32, many of 2048, a small batch of 4096
+        dim_cases += [((1 << 20, 32), -1), ((32768, 2048), -1), ((64, 4096), -1)]
     for shape, dim in dim_cases:
         for dtype in (torch.float32, torch.bfloat16):
             x = _randn(shape, dtype, sw)
