@@ -131,7 +131,8 @@ def _check_row_sums(x):
 def test_whole_vector_rows(device, dtype, shape):
     """Rows of whole 16-byte vectors, stored aligned, that are not split (on CUDA the vector rows,
     a block of 512 threads per row, whose batch of loads is 8192 elements: 2048 vectors of fp32,
-    1024 of 16-bit types). Rows too many to split (420-600; 396 split on 132 SMs): a partial batch
+    1024 of 16-bit types; single short rows take blocks of 128 threads (64 and 1000 elements) or
+    256 (16-bit 4096)). Rows too many to split (420-600; 396 split on 132 SMs): a partial batch
     only (4104 elements; for 16-bit types thread 0 alone takes a whole batch of its 2 loads), one
     whole batch (8192), two (16384), two and a partial one (20008). Rows too short to split
     (5000), and single rows, down to fewer vectors than threads (64 elements). No rows and empty
@@ -142,7 +143,8 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
-                                   (513, 136), (300, 256), (1100, 1000), (1100, 2040),
+                                   (513, 136), (300, 256), (600, 512), (600, 516), (600, 1028),
+                                   (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
                                    (3, 4096)], ids=str)
 def test_short_vector_rows(device, dtype, shape):
@@ -151,9 +153,12 @@ def test_short_vector_rows(device, dtype, shape):
     has at most 4 vectors: fp32 rows of 4, 8, 32, 64, 128 and 136 take 1, 1, 2, 4, 8 and 16
     lanes; 8 warps' rows a block; row counts that leave groups of the last warp without a row;
     lanes with a partial last batch (136); 16-bit rows of 4 elements are not whole vectors and
-    take the warp kernel. Longer rows take the vector rows, blocks of about 2 vectors a thread:
-    128 threads (fp32 rows of 1000 and 1024, 16-bit ones of 2040), 256 (fp32 2040, 16-bit 4088
-    and 4096) and 512 (fp32 4088 and 4096), where the last threads have one vector. The checks
+    take the warp kernel; 16-bit rows of 1000 and 1024 take 32 lanes, fp32 rows of 512 too (128
+    vectors, the groups' longest). Longer rows take the vector rows, blocks of about 2 vectors a
+    thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256 (fp32 1028,
+    1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where the last
+    threads have one vector, and at 129, 257 and 513 vectors all but the first.
+    fp16 and bf16 rows of 516, 1028 and 2052 are not whole vectors: the warp kernel. The checks
     of _check_row_sums."""
     _check_row_sums(make_tensor(shape, dtype, device))
 
@@ -162,9 +167,10 @@ def test_short_vector_rows(device, dtype, shape):
 def test_whole_rows_kernel_choice():
     """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
     fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, one short one, or
-    short rows past a warp's batch of 128 vectors, in blocks of about 2 vectors a thread) or
-    the vector groups (short rows of up to 128 vectors); the interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots.
-    A test that only checked values would pass on any."""
+    short rows past 128 vectors, in blocks of about 2 vectors a thread: 128, 256 or 512 threads,
+    with the boundaries checked) or the vector groups (short rows of up to 128 vectors); the
+    interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots. A
+    test that only checked values would pass on any."""
 
     def launched(fn):
         return " ".join(cuda_kernels(fn))
@@ -181,23 +187,22 @@ def test_whole_rows_kernel_choice():
     assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
-    # short rows: the groups up to a warp's batch of 128 vectors, the vector rows past it, in
-    # blocks of 128, 256 or 512 threads, about 2 vectors each
+    # short rows: the groups up to 128 vectors, the vector rows past it, in blocks of 128, 256
+    # or 512 threads, about 2 vectors each (threads None: the groups)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
-        for rows, nvec, kernel in ((1001, 8, "groups"), (3, 128, "groups"), (5000, 128, "groups"),
-                                   (3, 129, "rows<128"), (5000, 256, "rows<128"),
-                                   (5000, 257, "rows<256"), (5000, 512, "rows<256")):
-            if nvec * width > 4096:
+        for rows, nvec, threads in ((1001, 8, None), (3, 128, None), (5000, 128, None),
+                                    (3, 129, 128), (5000, 256, 128), (5000, 257, 256),
+                                    (5000, 512, 256), (5000, 513, 512), (5000, 1024, 512)):
+            if nvec * width > 4096:  # past the short rows (16-bit rows of 513 vectors and more)
                 continue
             x = make_tensor((rows, nvec * width), dtype, "cuda")
             names = launched(lambda x=x: smem_ops.sum(x, -1))
-            name, _, threads = kernel.partition("<")
-            assert f"reduce_vector_{name}_kernel" in names, (dtype, rows, nvec, names)
-            block = rf"reduce_vector_rows_kernel<[^,<>]+, {threads},"
-            assert not threads or re.search(block, names), (dtype, nvec, names)
-    x = make_tensor((5000, 4096), torch.float32, "cuda")
-    assert re.search(r"reduce_vector_rows_kernel<[^,<>]+, 512,", launched(lambda: smem_ops.sum(x, -1)))
+            if threads is None:
+                assert "reduce_vector_groups_kernel" in names, (dtype, rows, nvec, names)
+            else:
+                block = rf"reduce_vector_rows_kernel<[^,<>]+, {threads},"
+                assert re.search(block, names), (dtype, rows, nvec, threads, names)
     odd = make_tensor((1001, 30), torch.float32, "cuda")
     names = launched(lambda: smem_ops.sum(odd, -1))
     assert "reduce_rows_kernel" in names and "reduce_vector_groups_kernel" not in names, names

@@ -7,9 +7,9 @@
 //     squares the same in reduce_half_row_runs_kernel (kRowRuns).
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
 //     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
-//     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each,
-//     and reduce_vector_groups_kernel the short ones (where the warp kernel would), a group of
-//     lanes each.
+//     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each
+//     (smaller blocks for short rows), and reduce_vector_groups_kernel short rows of up to 128
+//     vectors, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -190,9 +190,10 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   else launch_vector_rows_in<M, kRunThreads>(a, out, rows, nvec, streaming, stream);
 }
 
-// Short aligned rows of whole vectors (at most kWarpRowMax elements, more than one row), where
-// kVectorKernels: groups of lanes per row, as many as give each lane about kLoadsInFlight
-// vectors (a power of two, at most a warp), a block per 8 warps' rows.
+// Short aligned rows of whole vectors (at most kWarpRowMax elements and, as launch_typed sends
+// them, 128 vectors; more than one row), where kVectorKernels: groups of lanes per row, as many as
+// give each lane about kLoadsInFlight vectors (a power of two, at most a warp), a block per 8
+// warps' rows.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                           cudaStream_t stream) {
@@ -246,7 +247,10 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
   if constexpr (kVectorKernels<M, T>) {
     if (warp_rows && whole_vector_rows(a, R)) {
-      // rows that a full warp's group loads in one batch; longer ones a block each, below
+      // rows that a full warp's group loads in one batch; longer ones a block each, below,
+      // which never splits them (so the vector rows take them)
+      static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
+                    "choose_splits splits no short row");
       if (R / vec_width<T>() <= kWarpSize * kLoadsInFlight) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
