@@ -85,3 +85,23 @@ def eps(dtype):
     if dtype.is_complex:
         dtype = torch.float32 if dtype == torch.complex64 else torch.float64
     return torch.finfo(dtype).eps
+
+
+def reference_counts(x, bins, lo, hi, math=None):
+    """Exact counts with torch's bin formula, (v - lo) * bins / (hi - lo) truncated, evaluated
+    in torch's arithmetic type (float32 for fp16/bf16/fp32 input, float64 otherwise, so edge
+    values land where torch puts them), or in `math`."""
+    if math is None:
+        math = torch.float32 if x.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.float64
+    if x.dtype in (torch.float16, torch.bfloat16):  # torch casts the bounds to the input dtype
+        lo, hi = (torch.tensor(b, dtype=x.dtype).item() for b in (lo, hi))
+    v = x.flatten().to(math)
+    if lo == hi:
+        finite = v[torch.isfinite(v)]
+        lo, hi = (finite.min().item(), finite.max().item()) if finite.numel() else (0.0, 0.0)
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+    lo_t, hi_t = (torch.tensor(b, dtype=math, device=v.device) for b in (lo, hi))
+    keep = (v >= lo_t) & (v <= hi_t)
+    scaled = (v[keep] - lo_t) * torch.tensor(bins, dtype=math, device=v.device) / (hi_t - lo_t)
+    return torch.bincount(scaled.long().clamp_(max=bins - 1), minlength=bins)
