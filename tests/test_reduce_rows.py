@@ -143,18 +143,19 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
-                                   (513, 136), (300, 256), (600, 512), (600, 516), (600, 1028),
+                                   (513, 136), (300, 256), (700, 504), (600, 512), (600, 516), (600, 1028),
                                    (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
                                    (3, 4096)], ids=str)
 def test_short_vector_rows(device, dtype, shape):
     """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one.
-    On CUDA, up to a warp's batch of 128 vectors, the vector groups, so many lanes a row that each
-    has at most 4 vectors: fp32 rows of 4, 8, 32, 64, 128 and 136 take 1, 1, 2, 4, 8 and 16
-    lanes; 8 warps' rows a block; row counts that leave groups of the last warp without a row;
-    lanes with a partial last batch (136); 16-bit rows of 4 elements are not whole vectors and
-    take the warp kernel; 16-bit rows of 1000 and 1024 take 32 lanes, fp32 rows of 512 too (128
-    vectors, the groups' longest). Longer rows take the vector rows, blocks of about 2 vectors a
+    On CUDA, up to 128 vectors, the vector groups, so many lanes a row that each has at most 2
+    vectors a batch: fp32 rows of 4, 8, 32, 64, 128 and 136 take 1, 1, 4, 8, 16 and 32 lanes; 8
+    warps' rows a block; row counts that leave groups of the last warp without a row; lanes with
+    a partial batch (136: one; fp32 504 and 16-bit 1000: a whole batch, then a partial one);
+    16-bit rows of 4 elements are not whole vectors and take the warp kernel; fp32 rows of 256
+    and 512 and 16-bit rows of 1024 take 32 lanes in one and two whole batches (512 and 1024 are
+    128 vectors, the groups' longest). Longer rows take the vector rows, blocks of about 2 vectors a
     thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256 (fp32 1028,
     1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where the last
     threads have one vector, and at 129, 257 and 513 vectors all but the first.

@@ -190,10 +190,10 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   else launch_vector_rows_in<M, kRunThreads>(a, out, rows, nvec, streaming, stream);
 }
 
-// Short aligned rows of whole vectors (at most kWarpRowMax elements and, as launch_typed sends
-// them, 128 vectors; more than one row), where kVectorKernels: groups of lanes per row, as many as
-// give each lane about kLoadsInFlight vectors (a power of two, at most a warp), a block per 8
-// warps' rows.
+// Short aligned rows of whole vectors (at most kGroupMaxVectors; more than one row), where
+// kVectorKernels: groups of lanes per row, as many as give each lane at most kGroupLoadsInFlight
+// vectors (a power of two, at most a warp; rows past a warp's batch take it in several), a block
+// per 8 warps' rows.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                           cudaStream_t stream) {
@@ -201,14 +201,15 @@ void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool stre
                 "vector groups serve sums and sums of squares (kVectorKernels)");
   constexpr int64_t V = vec_width<T>();
   TORCH_INTERNAL_ASSERT(
-      R <= kWarpRowMax && whole_vector_rows(a, R),
+      R <= kGroupMaxVectors * V && whole_vector_rows(a, R),
       "smem: vector groups need short aligned rows of whole vectors, got rows of ", R);
   const int64_t nvec = R / V;
   int log2_lanes = 0;
-  while ((int64_t(1) << log2_lanes) * kLoadsInFlight < nvec && (1 << log2_lanes) < kWarpSize)
+  while ((int64_t(1) << log2_lanes) * kGroupLoadsInFlight < nvec && (1 << log2_lanes) < kWarpSize)
     ++log2_lanes;
-  auto* kernel = streaming ? reduce_vector_groups_kernel<M, kLoadsInFlight, true, T, O>
-                           : reduce_vector_groups_kernel<M, kLoadsInFlight, false, T, O>;
+  constexpr int L = kGroupLoadsInFlight;
+  auto* kernel = streaming ? reduce_vector_groups_kernel<M, L, true, T, O>
+                           : reduce_vector_groups_kernel<M, L, false, T, O>;
   const int64_t rows_per_block = kBlockThreads >> log2_lanes;
   kernel<<<block_per_item(ceil_div(rows, rows_per_block)), kBlockThreads, 0, stream>>>(
       a, out, rows, nvec, log2_lanes);
@@ -247,11 +248,12 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
   if constexpr (kVectorKernels<M, T>) {
     if (warp_rows && whole_vector_rows(a, R)) {
-      // rows that a full warp's group loads in one batch; longer ones a block each, below,
-      // which never splits them (so the vector rows take them)
+      // rows of up to kGroupMaxVectors the groups; longer ones a block each, below, which never
+      // splits them (so the vector rows take them)
       static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
                     "choose_splits splits no short row");
-      if (R / vec_width<T>() <= kWarpSize * kLoadsInFlight) {
+      static_assert(kGroupMaxVectors * vec_width<T>() <= kWarpRowMax, "the groups' rows are short");
+      if (R / vec_width<T>() <= kGroupMaxVectors) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;

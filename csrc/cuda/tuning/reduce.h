@@ -16,10 +16,14 @@ constexpr int kLoadsInFlight = 4;
 constexpr int kWholeRowFloatLoadsInFlight = 8;
 // Rows up to this length get a warp each; longer ones a block (or several: splits). Aligned
 // rows of whole vectors of fp32, fp16 and bf16, summed or squared, take a group of lanes each
-// instead (as many as give a lane at most kLoadsInFlight vectors) where a warp loads the row in
-// one batch: fp32 rows of up to 512, 16-bit ones of up to 1024. Longer such rows take the vector
-// rows below, a block each.
+// instead, up to kGroupMaxVectors vectors (fp32 rows of up to 512, 16-bit ones of up to 1024):
+// as many lanes as give a lane at most kGroupLoadsInFlight vectors (a power of two, at most a
+// warp), each with kGroupLoadsInFlight loads in flight. Longer such rows take the vector rows
+// below, a block each. 2 and 2 against 4 and 4, on an H200, device us: fp32 2^20 x 32 44.8-45.2 ->
+// 36.2-36.5, bf16 2^20 x 64 44.6-45.1 -> 36.1-36.4 (docs/PERFORMANCE.md).
 constexpr int64_t kWarpRowMax = 4096;
+constexpr int64_t kGroupMaxVectors = 128;
+constexpr int kGroupLoadsInFlight = 2;
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
 // latency, and more splits only add partials.
