@@ -156,16 +156,34 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
-// The vector rows in blocks of kThreads, with the registers of kVectorRunMinBlocks blocks of
-// kRunThreads per SM.
+// The vector rows' kernel in blocks of kThreads, with the registers of kVectorRunMinBlocks blocks
+// of kRunThreads per SM.
+template <ReduceMap M, int kThreads, typename T, typename O>
+auto* vector_rows_kernel(bool streaming) {
+  constexpr int L = kVectorRunLoadsInFlight<T>;
+  constexpr int B = kVectorRunMinBlocks * kRunThreads / kThreads;
+  return streaming ? reduce_vector_rows_kernel<M, kThreads, L, B, true, T, O>
+                   : reduce_vector_rows_kernel<M, kThreads, L, B, false, T, O>;
+}
+
 template <ReduceMap M, int kThreads, typename T, typename O>
 void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool streaming,
                            cudaStream_t stream) {
-  constexpr int L = kVectorRunLoadsInFlight<T>;
-  constexpr int B = kVectorRunMinBlocks * kRunThreads / kThreads;
-  auto* kernel = streaming ? reduce_vector_rows_kernel<M, kThreads, L, B, true, T, O>
-                           : reduce_vector_rows_kernel<M, kThreads, L, B, false, T, O>;
-  kernel<<<block_per_item(rows), kThreads, 0, stream>>>(a, out, rows, nvec);
+  vector_rows_kernel<M, kThreads, T, O>(streaming)<<<block_per_item(rows), kThreads, 0, stream>>>(
+      a, out, rows, nvec);
+}
+
+// Whether the groups take `rows` short aligned rows of `nvec` whole vectors: rows a warp's
+// groups load in one batch always; rows of up to kGroupMaxVectors, which a warp loads in two
+// batches or more, only where they are too many for a block each of the vector rows' smallest
+// blocks to be resident at once (tuning/reduce.h).
+template <ReduceMap M, typename T, typename O>
+bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
+  if (nvec <= kWarpSize * kGroupLoadsInFlight) return true;
+  if (nvec > kGroupMaxVectors) return false;
+  auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, T, O>(streaming);
+  return rows > int64_t(current_device_info().sm_count) *
+                    resident_blocks_per_sm(smallest, kVectorRowMinThreads);
 }
 
 // Whole aligned rows of whole vectors, a block per row (no split), where kVectorKernels: the
@@ -190,10 +208,10 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   else launch_vector_rows_in<M, kRunThreads>(a, out, rows, nvec, streaming, stream);
 }
 
-// Short aligned rows of whole vectors (at most kGroupMaxVectors; more than one row), where
-// kVectorKernels: groups of lanes per row, as many as give each lane at most kGroupLoadsInFlight
-// vectors (a power of two, at most a warp; rows past a warp's batch take it in several), a block
-// per 8 warps' rows.
+// Short aligned rows of whole vectors (at most kGroupMaxVectors, groups_take; more than one row),
+// where kVectorKernels: groups of lanes per row, as many as give each lane at most
+// kGroupLoadsInFlight vectors (a power of two, at most a warp; rows past a warp's batch take it in
+// several), a block per 8 warps' rows.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                           cudaStream_t stream) {
@@ -248,12 +266,12 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
   bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
   if constexpr (kVectorKernels<M, T>) {
     if (warp_rows && whole_vector_rows(a, R)) {
-      // rows of up to kGroupMaxVectors the groups; longer ones a block each, below, which never
-      // splits them (so the vector rows take them)
+      // the groups' rows (groups_take); the others a block each, below, which never splits
+      // them (so the vector rows take them)
       static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
                     "choose_splits splits no short row");
       static_assert(kGroupMaxVectors * vec_width<T>() <= kWarpRowMax, "the groups' rows are short");
-      if (R / vec_width<T>() <= kGroupMaxVectors) {
+      if (groups_take<M, T, O>(outer, R / vec_width<T>(), streaming)) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();
         return;
