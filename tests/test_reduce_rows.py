@@ -143,7 +143,8 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
-                                   (513, 136), (300, 256), (700, 504), (3000, 504), (600, 512), (3000, 1000), (600, 516), (600, 1028),
+                                   (513, 136), (300, 256), (3000, 260), (700, 504), (3000, 504),
+                                   (600, 512), (3000, 512), (3000, 1000), (600, 516), (600, 1028),
                                    (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
                                    (3, 4096)], ids=str)
@@ -154,14 +155,15 @@ def test_short_vector_rows(device, dtype, shape):
     block; row counts that leave groups of the last warp without a row; lanes with a partial batch
     (136); 16-bit rows of 4 elements are not whole vectors and take the warp kernel. Rows past a
     warp's batch (65 to 128 vectors) take the groups only where there are more rows than a wave
-    of blocks of 128 threads (2112 on 132 SMs): fp32 rows of 504 and 16-bit rows of 1000 in 3000
-    rows, a whole batch and then a partial one; fewer such rows (fp32 504 and 512 in 600 or 700
-    rows, 16-bit 1000 and 1024 in 1100 or 129) take the vector rows, 128 threads. Longer rows take
-    the vector rows, blocks of about 2 vectors a thread: 128 threads (fp32 rows of 516, 1000 and
-    1024; 16-bit 1032 and 2040), 256 (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512
-    (fp32 2052, 4088 and 4096), where the last threads have one vector, and at 129, 257 and 513
-    vectors all but the first. fp16 and bf16 rows of 516, 1028 and 2052 are not whole vectors:
-    the warp kernel. The checks of _check_row_sums."""
+    of blocks of 128 threads (2112 on 132 SMs): fp32 rows of 260, 504 and 512 and 16-bit rows of
+    1000 in 3000 rows, a whole batch and then a partial one (a whole one at 512); on 132 SMs,
+    fewer such rows (fp32 504 and 512 in 600 or 700 rows, 16-bit 1000 and 1024 in 1100 or 129)
+    take the vector rows, 128 threads. Longer rows take the vector rows, blocks of about 2
+    vectors a thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256
+    (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where
+    the last threads have one vector, and at 129, 257 and 513 vectors all but the first. fp16 and
+    bf16 rows of 516, 1028 and 2052 are not whole vectors: the warp kernel. The checks of
+    _check_row_sums."""
     _check_row_sums(make_tensor(shape, dtype, device))
 
 
@@ -191,14 +193,16 @@ def test_whole_rows_kernel_choice():
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
     # short rows: the groups up to 64 vectors, and up to 128 where the rows are more than a wave
-    # of blocks of 128 threads (2112 on 132 SMs); the vector rows past them, in blocks of 128, 256
-    # or 512 threads, about 2 vectors each (threads None: the groups)
+    # of blocks of 128 threads (2112 on 132 SMs; 200 rows fit one on 25 SMs of 8 blocks); the
+    # vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors each (threads
+    # None: the groups)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
         for rows, nvec, threads in ((1001, 8, None), (3, 64, None), (5000, 64, None),
-                                    (3, 65, 128), (600, 128, 128), (5000, 65, None),
-                                    (5000, 128, None), (3, 129, 128), (5000, 256, 128), (5000, 257, 256),
-                                    (5000, 512, 256), (5000, 513, 512), (5000, 1024, 512)):
+                                    (3, 65, 128), (200, 128, 128), (5000, 65, None),
+                                    (5000, 128, None), (3, 129, 128), (5000, 256, 128),
+                                    (5000, 257, 256), (5000, 512, 256), (5000, 513, 512),
+                                    (5000, 1024, 512)):
             if nvec * width > 4096:  # past the short rows (16-bit rows of 513 vectors and more)
                 continue
             x = make_tensor((rows, nvec * width), dtype, "cuda")

@@ -8,8 +8,8 @@
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
 //     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
 //     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each
-//     (smaller blocks for short rows), and reduce_vector_groups_kernel short rows of up to 128
-//     vectors, a group of lanes each.
+//     (smaller blocks for short rows), and reduce_vector_groups_kernel short rows of up to 64
+//     vectors, and of up to 128 where they are more than a wave of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -175,10 +175,13 @@ void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool 
 
 // Whether the groups take `rows` short aligned rows of `nvec` whole vectors: rows a warp's
 // groups load in one batch always; rows of up to kGroupMaxVectors, which a warp loads in two
-// batches or more, only where they are too many for a block each of the vector rows' smallest
-// blocks to be resident at once (tuning/reduce.h).
+// batches, only where they are too many for a block each of the vector rows' smallest blocks
+// to be resident at once (tuning/reduce.h).
 template <ReduceMap M, typename T, typename O>
 bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
+  static_assert(kWarpSize * kGroupLoadsInFlight <= kGroupMaxVectors, "a warp's batch is a group");
+  static_assert(kGroupMaxVectors <= kVectorRowVectorsPerThread * kVectorRowMinThreads,
+                "the rows the groups pass on take the smallest blocks, whose occupancy is asked");
   if (nvec <= kWarpSize * kGroupLoadsInFlight) return true;
   if (nvec > kGroupMaxVectors) return false;
   auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, T, O>(streaming);
@@ -210,8 +213,8 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
 
 // Short aligned rows of whole vectors (at most kGroupMaxVectors, groups_take; more than one row),
 // where kVectorKernels: groups of lanes per row, as many as give each lane at most
-// kGroupLoadsInFlight vectors (a power of two, at most a warp; rows past a warp's batch take it in
-// several), a block per 8 warps' rows.
+// kGroupLoadsInFlight vectors a batch (a power of two, at most a warp; rows past a warp's batch
+// take two), a block per 8 warps' rows.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_groups(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                           cudaStream_t stream) {
