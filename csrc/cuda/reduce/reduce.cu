@@ -182,6 +182,7 @@ bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
   static_assert(kWarpSize * kGroupLoadsInFlight <= kGroupMaxVectors, "a warp's batch is a group");
   static_assert(kGroupMaxVectors <= kVectorRowVectorsPerThread * kVectorRowMinThreads,
                 "the rows the groups pass on take the smallest blocks, whose occupancy is asked");
+  static_assert(kGroupMaxVectors * vec_width<T>() <= kWarpRowMax, "the groups' rows are short");
   if (nvec <= kWarpSize * kGroupLoadsInFlight) return true;
   if (nvec > kGroupMaxVectors) return false;
   auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, T, O>(streaming);
@@ -273,7 +274,6 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
       // them (so the vector rows take them)
       static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
                     "choose_splits splits no short row");
-      static_assert(kGroupMaxVectors * vec_width<T>() <= kWarpRowMax, "the groups' rows are short");
       if (groups_take<M, T, O>(outer, R / vec_width<T>(), streaming)) {
         launch_vector_groups<M>(a, out, outer, R, streaming, stream);
         SMEM_LAUNCH_CHECK();

@@ -197,10 +197,9 @@ reduce_vector_rows_kernel(const T* a, O* out, int64_t rows, int64_t nvec) {
 // vectors from a 16-byte aligned start, a group of 2^log2_lanes lanes per row (a power of two up
 // to a warp, so that each lane has at most kInFlight vectors where a warp's batch holds the row)
 // and a warp's 32 >> log2_lanes rows side by side: a warp per row would leave most lanes idle on
-// rows of a few vectors, and the rest one load each. (kInFlight: 2 measured ahead of 4 on rows
-// of 8 to 64 vectors; docs/PERFORMANCE.md.) The groups' sums are shuffle trees within each group
-// (a lane reads only lanes above it in its group; what lanes past a group's first read is never
-// used).
+// rows of a few vectors, and the rest one load each. The groups' sums are shuffle trees within
+// each group (a lane reads only lanes above it in its group; what lanes past a group's first
+// read is never used).
 template <ReduceMap M, int kInFlight, bool kStreaming, typename T, typename O>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_vector_groups_kernel(const T* a, O* out, int64_t rows, int64_t nvec, int log2_lanes) {

@@ -20,10 +20,8 @@ constexpr int kWholeRowFloatLoadsInFlight = 8;
 // as many lanes as give a lane at most kGroupLoadsInFlight vectors (a power of two, at most a
 // warp), each with kGroupLoadsInFlight loads in flight. Longer such rows take the vector rows
 // below, a block each, and so do rows past a warp's batch (over 64 vectors) where a block of
-// kVectorRowMinThreads each is resident at once: on an H200, fp32 250 x 512 2.53-2.56 -> 2.11-2.14
-// us, 2000 x 512 3.81-3.84 -> 3.62, but 4000 x 512 4.77 -> 4.93-4.96 (docs/PERFORMANCE.md). 2 and 2
-// against 4 and 4, on an H200, device us: fp32 2^20 x 32 44.8-45.2 -> 36.2-36.5, bf16 2^20 x
-// 64 44.6-45.1 -> 36.1-36.4 (docs/PERFORMANCE.md).
+// kVectorRowMinThreads each is resident at once (docs/PERFORMANCE.md: "Fewer loads in flight for
+// the groups", "Few short rows: a block each").
 constexpr int64_t kWarpRowMax = 4096;
 constexpr int64_t kGroupMaxVectors = 128;
 constexpr int kGroupLoadsInFlight = 2;
