@@ -158,7 +158,7 @@ def test_short_vector_rows(device, dtype, shape):
     of blocks of 128 threads (2112 on 132 SMs): fp32 rows of 260, 504 and 512 and 16-bit rows of
     1000 in 3000 rows, a whole batch and then a partial one (a whole one at 512); on 132 SMs,
     fewer such rows (fp32 504 and 512 in 600 or 700 rows, 16-bit 1000 and 1024 in 1100 or 129)
-    take the vector rows, 128 threads. Longer rows take the vector rows, blocks of about 2
+    take the vector rows, 128 threads, a vector a thread (the last threads of 504 and 1000 none). Longer rows take the vector rows, blocks of about 2
     vectors a thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256
     (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where
     the last threads have one vector, and at 129, 257 and 513 vectors all but the first. fp16 and
@@ -194,12 +194,14 @@ def test_whole_rows_kernel_choice():
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
     # short rows: the groups up to 64 vectors, and up to 128 where the rows are more than a wave
     # of blocks of 128 threads (2112 on 132 SMs; 200 rows fit one on 25 SMs of 8 blocks); the
-    # vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors each (threads
-    # None: the groups)
+    # vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors each, where
+    # rows of at most 128 vectors take one a thread (kOneVector, the kernel's sixth argument;
+    # threads None: the groups)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
         for rows, nvec, threads in ((1001, 8, None), (3, 64, None), (5000, 64, None),
-                                    (3, 65, 128), (200, 128, 128), (5000, 65, None),
+                                    (3, 65, 128), (200, 128, 128), (1, 128, 128), (1, 4, 128),
+                                    (5000, 65, None),
                                     (5000, 128, None), (3, 129, 128), (5000, 256, 128),
                                     (5000, 257, 256), (5000, 512, 256), (5000, 513, 512),
                                     (5000, 1024, 512)):
@@ -210,7 +212,8 @@ def test_whole_rows_kernel_choice():
             if threads is None:
                 assert "reduce_vector_groups_kernel" in names, (dtype, rows, nvec, names)
             else:
-                block = rf"reduce_vector_rows_kernel<[^,<>]+, {threads},"
+                one = "(true|1)" if nvec <= 128 else "(false|0)"
+                block = rf"reduce_vector_rows_kernel<[^,<>]+, {threads}, \d+, \d+, \w+, {one},"
                 assert re.search(block, names), (dtype, rows, nvec, threads, names)
     odd = make_tensor((1001, 30), torch.float32, "cuda")
     names = launched(lambda: smem_ops.sum(odd, -1))

@@ -157,35 +157,36 @@ void launch_vector_runs(const T* a, O* out, int64_t rows, int64_t R, int64_t spl
 }
 
 // The vector rows' kernel in blocks of kThreads, with the registers of kVectorRunMinBlocks blocks
-// of kRunThreads per SM.
-template <ReduceMap M, int kThreads, typename T, typename O>
+// of kRunThreads per SM; where kOneVector, for rows of at most kThreads vectors, one each.
+template <ReduceMap M, int kThreads, bool kOneVector, typename T, typename O>
 auto* vector_rows_kernel(bool streaming) {
-  constexpr int L = kVectorRunLoadsInFlight<T>;
+  constexpr int L = kOneVector ? 1 : kVectorRunLoadsInFlight<T>;
   constexpr int B = kVectorRunMinBlocks * kRunThreads / kThreads;
-  return streaming ? reduce_vector_rows_kernel<M, kThreads, L, B, true, T, O>
-                   : reduce_vector_rows_kernel<M, kThreads, L, B, false, T, O>;
+  return streaming ? reduce_vector_rows_kernel<M, kThreads, L, B, true, kOneVector, T, O>
+                   : reduce_vector_rows_kernel<M, kThreads, L, B, false, kOneVector, T, O>;
 }
 
-template <ReduceMap M, int kThreads, typename T, typename O>
+template <ReduceMap M, int kThreads, bool kOneVector, typename T, typename O>
 void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool streaming,
                            cudaStream_t stream) {
-  vector_rows_kernel<M, kThreads, T, O>(streaming)<<<block_per_item(rows), kThreads, 0, stream>>>(
-      a, out, rows, nvec);
+  vector_rows_kernel<M, kThreads, kOneVector, T, O>(
+      streaming)<<<block_per_item(rows), kThreads, 0, stream>>>(a, out, rows, nvec);
 }
 
 // Whether the groups take `rows` short aligned rows of `nvec` whole vectors: rows a warp's
 // groups load in one batch always; rows of up to kGroupMaxVectors, which a warp loads in two
 // batches, only where they are too many for a block each of the vector rows' smallest blocks
-// to be resident at once (tuning/reduce.h).
+// (a vector a thread) to be resident at once (tuning/reduce.h).
 template <ReduceMap M, typename T, typename O>
 bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
   static_assert(kWarpSize * kGroupLoadsInFlight <= kGroupMaxVectors, "a warp's batch is a group");
-  static_assert(kGroupMaxVectors <= kVectorRowVectorsPerThread * kVectorRowMinThreads,
-                "the rows the groups pass on take the smallest blocks, whose occupancy is asked");
+  static_assert(kGroupMaxVectors <= kVectorRowMinThreads,
+                "the rows the groups pass on take the smallest blocks, a vector a thread, whose "
+                "occupancy is asked");
   static_assert(kGroupMaxVectors * vec_width<T>() <= kWarpRowMax, "the groups' rows are short");
   if (nvec <= kWarpSize * kGroupLoadsInFlight) return true;
   if (nvec > kGroupMaxVectors) return false;
-  auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, T, O>(streaming);
+  auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, true, T, O>(streaming);
   return rows > int64_t(current_device_info().sm_count) *
                     resident_blocks_per_sm(smallest, kVectorRowMinThreads);
 }
@@ -194,7 +195,8 @@ bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
 // vector runs' shape (kRunThreads threads, kVectorRunLoadsInFlight<T> loads each,
 // kVectorRunMinBlocks blocks per SM), the only shape of five measured on an H200 that was ahead
 // of the interleaved kernel on every row (docs/PERFORMANCE.md); for short rows, smaller blocks
-// of the same registers per thread (kVectorRowMinThreads, kVectorRowVectorsPerThread).
+// of the same registers per thread (kVectorRowMinThreads, kVectorRowVectorsPerThread), and rows
+// of at most kVectorRowMinThreads vectors a vector a thread.
 template <ReduceMap M, typename T, typename O>
 void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool streaming,
                         cudaStream_t stream) {
@@ -205,11 +207,13 @@ void launch_vector_rows(const T* a, O* out, int64_t rows, int64_t R, bool stream
   TORCH_INTERNAL_ASSERT(whole_vector_rows(a, R),
                         "smem: vector rows need aligned rows of whole vectors, got rows of ", R);
   const int64_t nvec = R / V;
-  if (nvec <= kVectorRowVectorsPerThread * kVectorRowMinThreads)
-    launch_vector_rows_in<M, kVectorRowMinThreads>(a, out, rows, nvec, streaming, stream);
-  else if (nvec <= kVectorRowVectorsPerThread * kVectorRowMinThreads * 2)
-    launch_vector_rows_in<M, kVectorRowMinThreads * 2>(a, out, rows, nvec, streaming, stream);
-  else launch_vector_rows_in<M, kRunThreads>(a, out, rows, nvec, streaming, stream);
+  constexpr int kMin = kVectorRowMinThreads;
+  if (nvec <= kMin) launch_vector_rows_in<M, kMin, true>(a, out, rows, nvec, streaming, stream);
+  else if (nvec <= kVectorRowVectorsPerThread * kMin)
+    launch_vector_rows_in<M, kMin, false>(a, out, rows, nvec, streaming, stream);
+  else if (nvec <= kVectorRowVectorsPerThread * kMin * 2)
+    launch_vector_rows_in<M, kMin * 2, false>(a, out, rows, nvec, streaming, stream);
+  else launch_vector_rows_in<M, kRunThreads, false>(a, out, rows, nvec, streaming, stream);
 }
 
 // Short aligned rows of whole vectors (at most kGroupMaxVectors, groups_take; more than one row),

@@ -175,20 +175,37 @@ reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word*
       slots + row * splits, at_start, ticket, &done[row], splits, &out[row]);
 }
 
+// This thread's map(v) of the one vector av[i], if i < end: where a block has a thread for
+// every vector of its row, no loop, batch or guarded loads, and the lone add from zero in the
+// accumulator gives vector_partial's bits.
+template <ReduceMap M, bool kStreaming, typename A, typename VecT>
+__device__ inline A one_vector_partial(const VecT* av, int64_t i, int64_t end) {
+  Accumulator<A> acc;
+  if (i < end) {
+    const VecT v = load_once(av + i, kStreaming);
+    acc.add(vector_sum<M, A>(v, v));
+  }
+  return acc.value();
+}
+
 // Sums (M: kIdentity, kSquare) of whole rows of `nvec` 16-byte vectors from a 16-byte aligned
 // start, a block per row (striding by gridDim.x): rows long enough for a block but too many to
 // split. Each block's setup and combine lie between its loads and the next block's, thousands
-// of times over, so the path to the loads is vector_partial's.
-template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming, typename T,
-          typename O>
+// of times over, so the path to the loads is vector_partial's, or one_vector_partial's where
+// kOneVector: the launch promises nvec <= kThreads.
+template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStreaming,
+          bool kOneVector, typename T, typename O>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 reduce_vector_rows_kernel(const T* a, O* out, int64_t rows, int64_t nvec) {
   static_assert(M != ReduceMap::kProduct, "vector rows read one operand");
   using VecT = Vec<T, vec_width<T>()>;
+  using A = acc_t<T>;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const VecT* av = reinterpret_cast<const VecT*>(a) + row * nvec;
-    const acc_t<T> v = block_sum<kThreads>(
-        vector_partial<M, kInFlight, kStreaming, acc_t<T>>(av, threadIdx.x, nvec, kThreads));
+    A v;
+    if constexpr (kOneVector) v = one_vector_partial<M, kStreaming, A>(av, threadIdx.x, nvec);
+    else v = vector_partial<M, kInFlight, kStreaming, A>(av, threadIdx.x, nvec, kThreads);
+    v = block_sum<kThreads>(v);
     if (threadIdx.x == 0) out[row] = static_cast<O>(v);
   }
 }

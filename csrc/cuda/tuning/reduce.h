@@ -77,7 +77,8 @@ template <typename T>
 inline constexpr int kVectorRunLoadsInFlight = sizeof(T) == 2 ? 2 : 4;
 // The vector rows' blocks shrink for short rows, a power of two from kVectorRowMinThreads up
 // to kRunThreads, to give each thread about kVectorRowVectorsPerThread vectors (with the same
-// registers: kVectorRunMinBlocks x kRunThreads threads resident per SM). On an H200, device us
+// registers: kVectorRunMinBlocks x kRunThreads threads resident per SM); rows of at most
+// kVectorRowMinThreads vectors one a thread, through a path without a loop. On an H200, device us
 // (docs/PERFORMANCE.md): fp32 32768 x 2048 93.3 (512 threads) -> 64.8 (256; the warp groups
 // 70.7), bf16 32768 x 2048 83.6 -> 33.7-33.9 (128; the groups 36.9).
 constexpr int kVectorRowMinThreads = 128;
