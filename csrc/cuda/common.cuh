@@ -247,11 +247,14 @@ __device__ inline T shfl_down(T v, int delta) {
   return out;
 }
 
-// Sum over the 32 lanes of a warp, in a fixed tree order; the result is valid in lane 0.
-template <typename A>
+// Sum over the first kLanes lanes of a warp (a power of two; all 32 by default), in a fixed
+// tree order; the result is valid in lane 0.
+template <int kLanes = kWarpSize, typename A>
 __device__ inline A warp_sum(A v) {
+  static_assert(kLanes > 0 && kLanes <= kWarpSize && (kLanes & (kLanes - 1)) == 0,
+                "a power of two of lanes, at most a warp");
 #pragma unroll
-  for (int delta = kWarpSize / 2; delta > 0; delta >>= 1) v = v + shfl_down(v, delta);
+  for (int delta = kLanes / 2; delta > 0; delta >>= 1) v = v + shfl_down(v, delta);
   return v;
 }
 
@@ -271,8 +274,11 @@ __device__ inline A block_sum(A v) {
   if (lane == 0) warp_total[warp] = v;
   __syncthreads();
   if (warp == 0) {
+    // only the first kWarps lanes hold totals: a tree over them, not the whole warp (its
+    // shuffles lie on every block's path: 3 of 5 fewer for 128 threads). The lanes above held
+    // +0, which changes no total but -0, and no caller's total is -0 (their sums start at +0).
     v = lane < kWarps ? warp_total[lane] : A(0);
-    v = warp_sum(v);
+    v = warp_sum<kWarps>(v);
   }
   __syncthreads();  // warp_total may be reused by the caller's next block_sum
   return v;
