@@ -147,7 +147,7 @@ def test_whole_vector_rows(device, dtype, shape):
                                    (600, 512), (3000, 512), (3000, 1000), (600, 516), (600, 1028),
                                    (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
-                                   (3, 4096)], ids=str)
+                                   (3, 4096), (3, 260), (3, 520)], ids=str)
 def test_short_vector_rows(device, dtype, shape):
     """Short rows (at most 4096 elements) of whole 16-byte vectors, stored aligned, more than one.
     On CUDA, the vector groups, so many lanes a row that each has at most 2 vectors a batch: fp32
@@ -157,8 +157,9 @@ def test_short_vector_rows(device, dtype, shape):
     warp's batch (65 to 128 vectors) take the groups only where there are more rows than a wave
     of blocks of 128 threads (2112 on 132 SMs): fp32 rows of 260, 504 and 512 and 16-bit rows of
     1000 in 3000 rows, a whole batch and then a partial one (a whole one at 512); on 132 SMs,
-    fewer such rows (fp32 504 and 512 in 600 or 700 rows, 16-bit 1000 and 1024 in 1100 or 129)
-    take the vector rows, 128 threads, a vector a thread (the last threads of 504 and 1000 none). Longer rows take the vector rows, blocks of about 2
+    fewer such rows (fp32 260, 504 and 512 in 3, 600 or 700 rows, 16-bit 520, 1000 and 1024 in
+    3, 1100 or 129) take the vector rows, 128 threads, a vector a thread (from 65 vectors: the
+    last warps have none). Longer rows take the vector rows, blocks of about 2
     vectors a thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256
     (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where
     the last threads have one vector, and at 129, 257 and 513 vectors all but the first. fp16 and
@@ -172,7 +173,8 @@ def test_whole_rows_kernel_choice():
     """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
     fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, one short one, or
     short rows past 128 vectors, in blocks of about 2 vectors a thread: 128, 256 or 512 threads,
-    with the boundaries checked; rows of 65 to 128 vectors too, up to a wave of blocks) or the
+    with the boundaries checked; rows of 65 to 128 vectors too, up to a wave of blocks, and
+    single rows of up to 128, one vector a thread, a kernel argument of its own) or the
     vector groups (short rows of up to 64 vectors, and of up to 128 past a wave of blocks); the
     interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots. A
     test that only checked values would pass on any."""

@@ -258,14 +258,17 @@ __device__ inline A warp_sum(A v) {
   return v;
 }
 
-// Sum over a block of kThreads threads (1-D, or 2-D flattened): warp shuffles first, then the
-// warp totals through shared memory and one last warp. Valid in thread 0. Fixed order, so
-// bitwise reproducible. The shared buffer is raw bytes: __shared__ objects can't have
-// constructors, and A may be c10::complex.
+// Sum over a block of kThreads threads (1-D, or 2-D flattened; a power of two of warps): warp
+// shuffles first, then the warp totals through shared memory and one last warp. Valid in thread
+// 0. Fixed order, so bitwise reproducible. Callers pass sums that started at +0 (accumulators),
+// never -0. The shared buffer is raw bytes: __shared__ objects can't have constructors, and A
+// may be c10::complex.
 template <int kThreads, typename A>
 __device__ inline A block_sum(A v) {
   static_assert(kThreads % kWarpSize == 0 && kThreads <= 1024, "block must be whole warps");
   constexpr int kWarps = kThreads / kWarpSize;
+  static_assert((kWarps & (kWarps - 1)) == 0,
+                "block_sum's last tree needs a power of two of warps");
   __shared__ alignas(16) unsigned char raw[kWarps * sizeof(A)];
   A* warp_total = reinterpret_cast<A*>(raw);
   const int tid = threadIdx.x + threadIdx.y * blockDim.x;
@@ -275,8 +278,8 @@ __device__ inline A block_sum(A v) {
   __syncthreads();
   if (warp == 0) {
     // only the first kWarps lanes hold totals: a tree over them, not the whole warp (its
-    // shuffles lie on every block's path: 3 of 5 fewer for 128 threads). The lanes above held
-    // +0, which changes no total but -0, and no caller's total is -0 (their sums start at +0).
+    // shuffles lie on every block's path: 2 instead of 5 for 128 threads). The lanes above held
+    // +0, which changes no total but -0, and no total is -0 (the callers' sums start at +0).
     v = lane < kWarps ? warp_total[lane] : A(0);
     v = warp_sum<kWarps>(v);
   }

@@ -8,7 +8,8 @@
 //   reduce_vector_runs_kernel (rows.cuh): the same for sums and sums of squares of aligned
 //     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
 //     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each
-//     (smaller blocks for short rows), and reduce_vector_groups_kernel short rows of up to 64
+//     (smaller blocks for short rows, a vector a thread up to 128), and
+//     reduce_vector_groups_kernel short rows of up to 64
 //     vectors, and of up to 128 where they are more than a wave of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
@@ -169,6 +170,8 @@ auto* vector_rows_kernel(bool streaming) {
 template <ReduceMap M, int kThreads, bool kOneVector, typename T, typename O>
 void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool streaming,
                            cudaStream_t stream) {
+  if constexpr (kOneVector)
+    TORCH_INTERNAL_ASSERT(nvec <= kThreads, "smem: one vector a thread, got ", nvec, " vectors");
   vector_rows_kernel<M, kThreads, kOneVector, T, O>(
       streaming)<<<block_per_item(rows), kThreads, 0, stream>>>(a, out, rows, nvec);
 }

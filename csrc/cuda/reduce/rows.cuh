@@ -176,8 +176,8 @@ reduce_vector_runs_kernel(const T* a, O* out, typename SlotCode<acc_t<T>>::Word*
 }
 
 // This thread's map(v) of the one vector av[i], if i < end: where a block has a thread for
-// every vector of its row, no loop, batch or guarded loads, and the lone add from zero in the
-// accumulator gives vector_partial's bits.
+// every vector of its row, no loop, batch or guarded loads. The lone add from zero in the
+// accumulator gives vector_partial's bits, and keeps -0 out of block_sum.
 template <ReduceMap M, bool kStreaming, typename A, typename VecT>
 __device__ inline A one_vector_partial(const VecT* av, int64_t i, int64_t end) {
   Accumulator<A> acc;
@@ -198,6 +198,7 @@ template <ReduceMap M, int kThreads, int kInFlight, int kMinBlocks, bool kStream
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 reduce_vector_rows_kernel(const T* a, O* out, int64_t rows, int64_t nvec) {
   static_assert(M != ReduceMap::kProduct, "vector rows read one operand");
+  static_assert(!kOneVector || kInFlight == 1, "one vector a thread is one load in flight");
   using VecT = Vec<T, vec_width<T>()>;
   using A = acc_t<T>;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
