@@ -63,14 +63,10 @@ constexpr int64_t kRunBytes = int64_t(64) << 10;
 // choice compiled in, 32 registers so that kVectorRunMinBlocks blocks of 512 are resident per SM,
 // kVectorRunLoadsInFlight<T> loads in flight, one run per kVectorRunBytes within the same
 // kRunBlocksPerSm to kRunMaxBlocksPerSm per SM (so a 64 MB row is one wave of 512 runs, where 64
-// KB runs gave 1024 and two waves: 20.93 against 20.43-20.50 us on an H200).
-// Same-run A/B on an H200 (132 SMs), device us, against the kernels above: fp32 1M 4.72-4.74 ->
-// 4.38, 16M 21.20-21.22 -> 20.48-20.64, bf16 16M 12.77-12.80 -> 12.38-12.46, fp16 1M 4.00-4.03
-// -> 3.62-3.63 (docs/PERFORMANCE.md). Such rows that are not split (too many or too short)
-// take reduce_vector_rows_kernel, a block of the same shape per row, where the interleaved
-// kernel's 256 threads held 8 loads each at 58 registers: on an H200, fp32 8192^2 68.3-68.4 ->
-// 67.8-67.9 us, bf16 36.8-36.9 -> 33.5, bf16 100000 x 8192 409-411 -> 376-381
-// (docs/PERFORMANCE.md).
+// KB runs gave 1024 and two waves; docs/PERFORMANCE.md: "Vector runs"). Such rows that are not
+// split (too many or too short) take reduce_vector_rows_kernel, a block of the same shape per
+// row, where the interleaved kernel's 256 threads held 8 loads each at 58 registers
+// (docs/PERFORMANCE.md: "Vector rows").
 constexpr int kVectorRunMinBlocks = 4;
 constexpr int64_t kVectorRunBytes = int64_t(128) << 10;
 template <typename T>
@@ -78,9 +74,8 @@ inline constexpr int kVectorRunLoadsInFlight = sizeof(T) == 2 ? 2 : 4;
 // The vector rows' blocks shrink for short rows, a power of two from kVectorRowMinThreads up
 // to kRunThreads, to give each thread about kVectorRowVectorsPerThread vectors (with the same
 // registers: kVectorRunMinBlocks x kRunThreads threads resident per SM); rows of at most
-// kVectorRowMinThreads vectors one a thread, through a path without a loop. On an H200, device us
-// (docs/PERFORMANCE.md): fp32 32768 x 2048 93.3 (512 threads) -> 64.8 (256; the warp groups
-// 70.7), bf16 32768 x 2048 83.6 -> 33.7-33.9 (128; the groups 36.9).
+// kVectorRowMinThreads vectors one a thread, through a path without a loop (docs/PERFORMANCE.md:
+// "Smaller blocks", "One vector a thread").
 constexpr int kVectorRowMinThreads = 128;
 constexpr int64_t kVectorRowVectorsPerThread = 2;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
