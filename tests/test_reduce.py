@@ -264,6 +264,28 @@ def test_infinite_sums_stay_infinite(device, dtype):
             assert got.view(-1)[0].item() == math.inf
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+def test_sums_of_negative_zeros_are_positive_zero(device, dtype):
+    """A sum of -0s is +0, as torch's (whose sums start from +0): every CUDA kernel starts its
+    partial sums at +0 and never drops that start (block_sum's last tree leaves out the lanes
+    above its warps only because their +0 changes no such total). Every kernel: flat sums (the
+    block, the vector runs, the generic runs), rows (the groups, below and past a warp's batch;
+    the vector rows one vector a thread and looping, in blocks of 128 and 512 threads; the split
+    runs; the block rows), columns (scalar, vectorized, split)."""
+    for shape, dim in (((7,), None), ((4096,), None), ((1 << 20,), None), (((1 << 20) + 3,), None),
+                       ((1001, 8), 1), ((4000, 512), 1), ((3, 260), 1), ((600, 1000), 1),
+                       ((300, 5000), 1), ((4, (1 << 18) + 1), 1), ((400, 8191), 1),
+                       ((3001, 300), 0), ((257, 144), 0), ((4, 2000, 128), 1)):
+        x = torch.full(shape, -0.0, dtype=dtype, device=device)
+        got = smem_ops.sum(x, dim) if dim is not None else smem_ops.sum(x)
+        want = x.sum(dim) if dim is not None else x.sum()
+        assert torch.equal(got, want)  # -0 == +0: the signs are asked below
+        assert torch.equal(got.signbit(), want.signbit()), (shape, dim)
+        assert not got.signbit().any(), (shape, dim)
+
+
 def _column_tree_reference(x):
     """Column sums of a 2-D x as the CPU kernel defines them: float32 partial sums over a tree
     that halves the rows (left half floor(n/2)) down to leaves of 32 rows, each summed in row order."""
