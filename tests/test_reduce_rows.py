@@ -143,8 +143,9 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
-                                   (513, 136), (300, 256), (3000, 260), (700, 504), (3000, 504),
-                                   (600, 512), (3000, 512), (3000, 1000), (600, 516), (600, 1028),
+                                   (513, 136), (300, 256), (4000, 260), (700, 504), (4000, 504),
+                                   (600, 512), (4000, 512), (3000, 512), (4000, 1000), (600, 516),
+                                   (600, 1028),
                                    (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
                                    (3, 4096), (3, 260), (3, 520)], ids=str)
@@ -154,12 +155,12 @@ def test_short_vector_rows(device, dtype, shape):
     rows of 4, 8, 32, 64, 128, 136 and 256 take 1, 1, 4, 8, 16, 32 and 32 lanes; 8 warps' rows a
     block; row counts that leave groups of the last warp without a row; lanes with a partial batch
     (136); 16-bit rows of 4 elements are not whole vectors and take the warp kernel. Rows past a
-    warp's batch (65 to 128 vectors) take the groups only where there are more rows than a wave
-    of blocks of 128 threads (2112 on 132 SMs): fp32 rows of 260, 504 and 512 and 16-bit rows of
-    1000 in 3000 rows, a whole batch and then a partial one (a whole one at 512); on 132 SMs,
-    fewer such rows (fp32 260, 504 and 512 in 3, 600 or 700 rows, 16-bit 520, 1000 and 1024 in
-    3, 1100 or 129) take the vector rows, 128 threads, a vector a thread (from 65 vectors: the
-    last warps have none). Longer rows take the vector rows, blocks of about 2
+    warp's batch (65 to 128 vectors) take the groups only where there are more rows than one and
+    a half waves of blocks of 128 threads (3168 on 132 SMs): fp32 rows of 260, 504 and 512 and
+    16-bit rows of 1000 in 4000 rows, a whole batch and then a partial one (a whole one at 512);
+    on 132 SMs, fewer such rows (fp32 260, 504 and 512 in 3, 600, 700 or 3000 rows, 16-bit 520,
+    1000 and 1024 in 3, 1100, 129 or 3000) take the vector rows, 128 threads, a vector a thread
+    (from 65 vectors: the last warps have none; 3000 rows are more than one wave). Longer rows take the vector rows, blocks of about 2
     vectors a thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256
     (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where
     the last threads have one vector, and at 129, 257 and 513 vectors all but the first. fp16 and
@@ -173,9 +174,10 @@ def test_whole_rows_kernel_choice():
     """Which kernel rows that are not split take: for aligned rows of whole 16-byte vectors of
     fp32, fp16 and bf16 (sums and sums of squares), the vector rows (many rows, one short one, or
     short rows past 128 vectors, in blocks of about 2 vectors a thread: 128, 256 or 512 threads,
-    with the boundaries checked; rows of 65 to 128 vectors too, up to a wave of blocks, and
+    with the boundaries checked; rows of 65 to 128 vectors too, up to one and a half waves of
+    blocks (the boundary checked), and
     single rows of up to 128, one vector a thread, a kernel argument of its own) or the
-    vector groups (short rows of up to 64 vectors, and of up to 128 past a wave of blocks); the
+    vector groups (short rows of up to 64 vectors, and of up to 128 past that); the
     interleaved or warp kernel for rows off alignment or not whole vectors, fp64 rows and dots. A
     test that only checked values would pass on any."""
 
@@ -194,15 +196,21 @@ def test_whole_rows_kernel_choice():
     assert "reduce_rows_kernel" in names and "reduce_vector_rows_kernel" not in names, names
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
-    # short rows: the groups up to 64 vectors, and up to 128 where the rows are more than a wave
-    # of blocks of 128 threads (2112 on 132 SMs; 200 rows fit one on 25 SMs of 8 blocks); the
-    # vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors each, where
-    # rows of at most 128 vectors take one a thread (kOneVector, the kernel's sixth argument;
-    # threads None: the groups)
+    # short rows: the groups up to 64 vectors, and up to 128 where the rows are more than one and
+    # a half waves of blocks of 128 threads (a wave: as many as are resident at once, which their
+    # launch bounds leave to the SM's thread limit; 3168 on 132 SMs, 200 rows fit on 25 SMs of 8
+    # blocks); the vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors
+    # each, where rows of at most 128 vectors take one a thread (kOneVector, the kernel's sixth
+    # argument; threads None: the groups)
+    props = torch.cuda.get_device_properties()
+    wave = props.multi_processor_count * (props.max_threads_per_multi_processor // 128)
+    crossover = 3 * wave // 2
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         width = 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
         for rows, nvec, threads in ((1001, 8, None), (3, 64, None), (5000, 64, None),
                                     (3, 65, 128), (200, 128, 128), (1, 128, 128), (1, 4, 128),
+                                    (crossover, 65, 128), (crossover + 1, 65, None),
+                                    (crossover, 128, 128), (crossover + 1, 128, None),
                                     (5000, 65, None),
                                     (5000, 128, None), (3, 129, 128), (5000, 256, 128),
                                     (5000, 257, 256), (5000, 512, 256), (5000, 513, 512),

@@ -10,7 +10,7 @@
 //     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each
 //     (smaller blocks for short rows, a vector a thread up to 128), and
 //     reduce_vector_groups_kernel short rows of up to 64
-//     vectors, and of up to 128 where they are more than a wave of blocks, a group of lanes each.
+//     vectors, and of up to 128 past one and a half waves of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -178,8 +178,8 @@ void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool 
 
 // Whether the groups take `rows` short aligned rows of `nvec` whole vectors: rows a warp's
 // groups load in one batch always; rows of up to kGroupMaxVectors, which a warp loads in two
-// batches, only where they are too many for a block each of the vector rows' smallest blocks
-// (a vector a thread) to be resident at once (tuning/reduce.h).
+// batches, only where a block each of the vector rows' smallest blocks (a vector a thread) would
+// take more than kVectorRowMaxHalfWaves half waves (tuning/reduce.h).
 template <ReduceMap M, typename T, typename O>
 bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
   static_assert(kWarpSize * kGroupLoadsInFlight <= kGroupMaxVectors, "a warp's batch is a group");
@@ -190,8 +190,9 @@ bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
   if (nvec <= kWarpSize * kGroupLoadsInFlight) return true;
   if (nvec > kGroupMaxVectors) return false;
   auto* smallest = vector_rows_kernel<M, kVectorRowMinThreads, true, T, O>(streaming);
-  return rows > int64_t(current_device_info().sm_count) *
-                    resident_blocks_per_sm(smallest, kVectorRowMinThreads);
+  const int64_t wave = int64_t(current_device_info().sm_count) *
+                       resident_blocks_per_sm(smallest, kVectorRowMinThreads);
+  return 2 * rows > kVectorRowMaxHalfWaves * wave;
 }
 
 // Whole aligned rows of whole vectors, a block per row (no split), where kVectorKernels: the

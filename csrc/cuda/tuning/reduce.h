@@ -19,12 +19,14 @@ constexpr int kWholeRowFloatLoadsInFlight = 8;
 // instead, up to kGroupMaxVectors vectors (fp32 rows of up to 512, 16-bit ones of up to 1024):
 // as many lanes as give a lane at most kGroupLoadsInFlight vectors (a power of two, at most a
 // warp), each with kGroupLoadsInFlight loads in flight. Longer such rows take the vector rows
-// below, a block each, and so do rows past a warp's batch (over 64 vectors) where a block of
-// kVectorRowMinThreads each is resident at once (docs/PERFORMANCE.md: "Fewer loads in flight for
-// the groups", "Few short rows: a block each").
+// below, a block each, and so do rows past a warp's batch (over 64 vectors) up to
+// kVectorRowMaxHalfWaves half waves of blocks of kVectorRowMinThreads, a vector a thread (a wave:
+// as many as are resident at once; docs/PERFORMANCE.md: "Fewer loads in flight for the groups",
+// "Few short rows: a block each", "The groups' crossover").
 constexpr int64_t kWarpRowMax = 4096;
 constexpr int64_t kGroupMaxVectors = 128;
 constexpr int kGroupLoadsInFlight = 2;
+constexpr int64_t kVectorRowMaxHalfWaves = 3;
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
 // latency, and more splits only add partials.
