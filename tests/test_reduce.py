@@ -273,11 +273,13 @@ def test_sums_of_negative_zeros_are_positive_zero(device, dtype):
     above its warps only because their +0 changes no such total). Every kernel: flat sums (the
     block, the vector runs, the generic runs), rows (the groups, below and past a warp's batch;
     the vector rows one vector a thread and looping, in blocks of 128 and 512 threads; the split
-    runs; the block rows), columns (scalar, vectorized, split)."""
+    runs; the block rows), columns (scalar and vectorized, whole and split). Which kernel a shape
+    takes depends on the SM count; these are those of an H100 or H200 (132 SMs)."""
     for shape, dim in (((7,), None), ((4096,), None), ((1 << 20,), None), (((1 << 20) + 3,), None),
                        ((1001, 8), 1), ((4000, 512), 1), ((3, 260), 1), ((600, 1000), 1),
                        ((300, 5000), 1), ((4, (1 << 18) + 1), 1), ((400, 8191), 1),
-                       ((3001, 300), 0), ((257, 144), 0), ((4, 2000, 128), 1)):
+                       ((3001, 300), 0), ((20, 30), 0), ((100, 128), 0), ((257, 144), 0),
+                       ((4, 2000, 128), 1)):
         x = torch.full(shape, -0.0, dtype=dtype, device=device)
         got = smem_ops.sum(x, dim) if dim is not None else smem_ops.sum(x)
         want = x.sum(dim) if dim is not None else x.sum()

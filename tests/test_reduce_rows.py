@@ -144,7 +144,8 @@ def test_whole_vector_rows(device, dtype, shape):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(1001, 4), (1001, 8), (999, 32), (777, 64), (901, 128),
                                    (513, 136), (300, 256), (4000, 260), (700, 504), (4000, 504),
-                                   (600, 512), (4000, 512), (3000, 512), (4000, 1000), (600, 516),
+                                   (600, 512), (4000, 512), (3000, 512), (4000, 1000),
+                                   (3000, 1000), (600, 516),
                                    (600, 1028),
                                    (600, 1032), (600, 2052), (1100, 1000), (1100, 2040),
                                    (1100, 4088), (257, 1000), (129, 1024), (65, 4096), (2, 32),
@@ -160,8 +161,9 @@ def test_short_vector_rows(device, dtype, shape):
     16-bit rows of 1000 in 4000 rows, a whole batch and then a partial one (a whole one at 512);
     on 132 SMs, fewer such rows (fp32 260, 504 and 512 in 3, 600, 700 or 3000 rows, 16-bit 520,
     1000 and 1024 in 3, 1100, 129 or 3000) take the vector rows, 128 threads, a vector a thread
-    (from 65 vectors: the last warps have none; 3000 rows are more than one wave). Longer rows take the vector rows, blocks of about 2
-    vectors a thread: 128 threads (fp32 rows of 516, 1000 and 1024; 16-bit 1032 and 2040), 256
+    (from 65 vectors: the last warps have none; 3000 rows are more than one wave). Longer rows
+    take the vector rows, blocks of about 2 vectors a thread: 128 threads (fp32 rows of 516,
+    1000 and 1024, also in 3000 rows; 16-bit 1032 and 2040), 256
     (fp32 1028, 1032 and 2040; 16-bit 4088 and 4096) and 512 (fp32 2052, 4088 and 4096), where
     the last threads have one vector, and at 129, 257 and 513 vectors all but the first. fp16 and
     bf16 rows of 516, 1028 and 2052 are not whole vectors: the warp kernel. The checks of
@@ -197,11 +199,12 @@ def test_whole_rows_kernel_choice():
     wide = make_tensor((600, 8192), torch.float64, "cuda")
     assert "reduce_vector_rows_kernel" not in launched(lambda: smem_ops.sum(wide, -1))
     # short rows: the groups up to 64 vectors, and up to 128 where the rows are more than one and
-    # a half waves of blocks of 128 threads (a wave: as many as are resident at once, which their
-    # launch bounds leave to the SM's thread limit; 3168 on 132 SMs, 200 rows fit on 25 SMs of 8
-    # blocks); the vector rows past them, in blocks of 128, 256 or 512 threads, about 2 vectors
-    # each, where rows of at most 128 vectors take one a thread (kOneVector, the kernel's sixth
-    # argument; threads None: the groups)
+    # a half waves of blocks of 128 threads (kVectorRowMaxHalfWaves / 2 waves of
+    # kVectorRowMinThreads, as tuning/reduce.h has them; a wave: as many as are resident at once,
+    # which their launch bounds leave to the SM's thread limit; 3168 rows on 132 SMs; 200 rows
+    # are within one wave from 25 SMs of 8 blocks); the vector rows past them, in blocks of 128,
+    # 256 or 512 threads, about 2 vectors each, where rows of at most 128 vectors take one a
+    # thread (kOneVector, the kernel's sixth argument; threads None: the groups)
     props = torch.cuda.get_device_properties()
     wave = props.multi_processor_count * (props.max_threads_per_multi_processor // 128)
     crossover = 3 * wave // 2

@@ -9,8 +9,8 @@
 //     fp32, fp16 and bf16 rows of whole 16-byte vectors, without a head or tail (kVectorKernels);
 //     reduce_vector_rows_kernel takes such rows whole where they are not split, a block each
 //     (smaller blocks for short rows, a vector a thread up to 128), and
-//     reduce_vector_groups_kernel short rows of up to 64
-//     vectors, and of up to 128 past one and a half waves of blocks, a group of lanes each.
+//     reduce_vector_groups_kernel short rows of up to 64 vectors, and of up to 128 past one and
+//     a half waves of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned; long columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
@@ -179,7 +179,8 @@ void launch_vector_rows_in(const T* a, O* out, int64_t rows, int64_t nvec, bool 
 // Whether the groups take `rows` short aligned rows of `nvec` whole vectors: rows a warp's
 // groups load in one batch always; rows of up to kGroupMaxVectors, which a warp loads in two
 // batches, only where a block each of the vector rows' smallest blocks (a vector a thread) would
-// take more than kVectorRowMaxHalfWaves half waves (tuning/reduce.h).
+// take more than kVectorRowMaxHalfWaves half waves (tuning/reduce.h): past about one wave the
+// blocks queue behind each other, and the measured crossover lies at 1.4 to 1.9 waves.
 template <ReduceMap M, typename T, typename O>
 bool groups_take(int64_t rows, int64_t nvec, bool streaming) {
   static_assert(kWarpSize * kGroupLoadsInFlight <= kGroupMaxVectors, "a warp's batch is a group");

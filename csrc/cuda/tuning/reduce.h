@@ -26,7 +26,7 @@ constexpr int kWholeRowFloatLoadsInFlight = 8;
 constexpr int64_t kWarpRowMax = 4096;
 constexpr int64_t kGroupMaxVectors = 128;
 constexpr int kGroupLoadsInFlight = 2;
-constexpr int64_t kVectorRowMaxHalfWaves = 3;
+constexpr int64_t kVectorRowMaxHalfWaves = 3;  // one and a half waves, in halves to stay integral
 // Long rows are split over blocks until the device has this many per SM (fewer where fewer
 // are resident): 3 x 256 threads x 4 x 16 bytes in flight per SM already cover the memory
 // latency, and more splits only add partials.
