@@ -233,6 +233,43 @@ def test_split_float_columns(device, dtype, shape, dim):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(2, 3000, 128), (5000, 132), (3, 700, 1004), (4100, 260)],
+                         ids=str)
+@pytest.mark.parametrize("offset", [0, 4, 2])
+def test_half_columns(device, dtype, shape, offset):
+    """fp16 and bf16 sums and sums of squares over columns of 128 or more (on CUDA: 8-byte
+    vectors of 4 columns, split and whole, from a start 16-byte aligned (offset 0) or only
+    8-byte aligned (4 elements in), and the scalar kernel where a start is 4-byte aligned (2
+    elements in); rows of 132, 1004 and 260 columns are not whole 16-byte vectors): a float64
+    reference, repeatable bits, and NaN and infinities in one column."""
+    n = math.prod(shape)
+    x = make_tensor((n + offset,), dtype, device)[offset:].view(shape)
+    dim = len(shape) - 2
+    acc_eps = 1.2e-7
+    for square in (False, True):
+        fn = smem_ops.sum_of_squares if square else smem_ops.sum
+        terms = x.double() ** 2 if square else x.double()
+        ref = terms.sum(dim)
+        out = fn(x, dim)
+        assert out.dtype == dtype
+        bound = eps(dtype) * ref.abs() + 4 * acc_eps * terms.abs().sum(dim)
+        assert ((out.double() - ref).abs() <= bound).all()
+        assert torch.equal(fn(x, dim), out)
+    y = x.clone()
+    y.select(dim, 5).select(-1, 120).fill_(math.inf)
+    y.select(dim, shape[dim] - 1).select(-1, 121).fill_(math.nan)
+    y.select(dim, 0).select(-1, 122).fill_(math.inf)
+    y.select(dim, 1).select(-1, 122).fill_(-math.inf)
+    want, got = y.double().sum(dim).to(dtype), smem_ops.sum(y, dim)
+    special = ~want.isfinite()
+    assert special.sum() == 3 * (n // (shape[dim] * shape[-1]))
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
+    assert got[~special].isfinite().all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_infinite_sums_stay_infinite(device, dtype):
     """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,

@@ -20,21 +20,37 @@ namespace smem::cuda {
 namespace {
 using namespace reduce;
 
+// fp16 and bf16 columns in 8-byte vectors (launch_cols) hold 4 sums a thread, not 8: held to
+// 64 registers, kColBlocksPerSm blocks are resident with kColHalfLoadsInFlight loads each.
+template <typename T, int V>
+constexpr bool col_half_words() {
+  return (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>) && V == kColHalfWidth;
+}
+// (0 leaves the others' registers to ptxas, as no bound does: a bound of 1 block let the fp32
+// kernel take 93 registers, 2 blocks per SM, where it takes 64 unbounded.)
+template <typename T, int V>
+constexpr int col_min_blocks() {
+  return col_half_words<T, V>() ? kColBlocksPerSm : 0;
+}
+
 // [outer, R, inner] with inner > 1. Block (kLanes, kSlices) owns kLanes * V adjacent columns
 // of one outer index, V per lane: one 16-byte vector where the rows allow it, so a warp reads
 // 512 contiguous bytes of a row per load (kLanes == 32), or 128 bytes of each of 4 rows where
-// rows are short (kLanes == 8: a 256-byte row of bf16 would leave half of 32 lanes idle).
+// rows are short (kLanes == 8: a 256-byte row of bf16 would leave half of 32 lanes idle); for
+// wide fp16 and bf16 rows one 8-byte vector (256 bytes a warp).
 // blockIdx.y is its slice of R among `splits`.
 template <ReduceMap M, int V, int kLanes, typename T, typename O>
-__global__ void __launch_bounds__(kBlockThreads)
-reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done, int64_t outer,
-                   int64_t R, int64_t inner, int splits, bool streaming) {
+__global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
+    reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
+                       int64_t outer, int64_t R, int64_t inner, int splits, bool streaming) {
   using A = acc_t<T>;
   using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
-  constexpr int kInFlight =
-      std::is_same_v<T, float> && V == 4 && kLanes == 32 ? kColFloatLoadsInFlight : kLoadsInFlight;
+  constexpr int kInFlight = col_half_words<T, V>() ? kColHalfLoadsInFlight
+                            : std::is_same_v<T, float> && V == 4 && kLanes == 32
+                                ? kColFloatLoadsInFlight
+                                : kLoadsInFlight;
   // Where a block has 32 slices (kLanes == 8), its 8 writers adding them all (32 x V values
   // each) were the block's tail, so every thread first adds V consecutive slices of one
   // column, and each writer then adds the kGroups group sums of its V columns, in group order.

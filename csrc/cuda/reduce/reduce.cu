@@ -12,7 +12,8 @@
 //     reduce_vector_groups_kernel short rows of up to 64 vectors, and of up to 128 past one and
 //     a half waves of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
-//     vectors of them where rows are aligned; long columns split over blocks.
+//     vectors of them where rows are aligned (8-byte ones for wide fp16 and bf16 sums); long
+//     columns split over blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them
@@ -109,6 +110,12 @@ template <ReduceMap M, typename T>
 inline constexpr bool kVectorKernels =
     M != ReduceMap::kProduct &&
     (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
+
+// Whether columns of T may take 8-byte vectors for map M (launch_cols): fp16 and bf16 sums and
+// sums of squares.
+template <ReduceMap M, typename T>
+inline constexpr bool kColHalfWords =
+    M != ReduceMap::kProduct && (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
 
 // Whether rows of length R starting at `a` are the vector kernels' rows: aligned, and whole
 // 16-byte vectors, so every row starts on a vector and needs no head or tail.
@@ -269,6 +276,39 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
+// Column sums. A lane's columns are one vector wherever every row starts aligned to it: 16
+// bytes, or 8 (4 columns) for fp16 and bf16 sums and sums of squares of at least
+// kColHalfMinColumns columns, whose 16-byte kernel holds 8 compensated sums a thread (88
+// registers, 2 blocks per SM) where 4 fit 4 blocks with kColHalfLoadsInFlight loads in flight
+// each. 8 lanes across a row where 32 would not all have a column.
+template <ReduceMap M, typename T, typename O>
+void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
+                 bool streaming, cudaStream_t stream) {
+  using A = acc_t<T>;
+  constexpr int V = vec_width<T>();
+  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+  int lanes = inner / (vectors ? V : 1) >= 32 ? 32 : 8, width = vectors ? V : 1;
+  auto* kernel =
+      vectors
+          ? (lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>)
+          : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>);
+  if constexpr (kColHalfWords<M, T>) {
+    if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8) &&
+        is_aligned(b, 8)) {
+      kernel = reduce_cols_kernel<M, kColHalfWidth, 32, T, O>;
+      lanes = 32;
+      width = kColHalfWidth;
+    }
+  }
+  const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);
+  const int slices = kBlockThreads / lanes;
+  const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
+  SplitWorkspace<A> work(splits, outer * inner, tiles);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
+  kernel<<<grid, dim3(lanes, slices), 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
+                                                   inner, splits, streaming);
+}
+
 template <ReduceMap M, typename T, typename O>
 void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                   cudaStream_t stream) {
@@ -341,23 +381,7 @@ void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int6
                                                  splits, streaming, false);
     }
   } else {
-    // 16-byte vectors along the row where every row starts 16-byte aligned; 8 lanes across
-    // a row where 32 would not all have a column
-    constexpr int V = vec_width<T>();
-    const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
-    const int lanes = inner / (vectors ? V : 1) >= 32 ? 32 : 8;
-    const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * (vectors ? V : 1));
-    const int slices = kBlockThreads / lanes;
-    auto* kernel =
-        vectors
-            ? (lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>)
-            : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O>
-                           : reduce_cols_kernel<M, 1, 8, T, O>);
-    const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
-    SplitWorkspace<A> work(splits, outer * inner, tiles);
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
-    kernel<<<grid, dim3(lanes, slices), 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
-                                                     inner, splits, streaming);
+    launch_cols<M>(a, b, out, outer, R, inner, streaming, stream);
   }
   SMEM_LAUNCH_CHECK();
 }
