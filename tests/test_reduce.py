@@ -234,15 +234,16 @@ def test_split_float_columns(device, dtype, shape, dim):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [(2, 3000, 128), (5000, 132), (3, 700, 1004), (4100, 260)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [(2, 3000, 128), (5000, 132), (3, 700, 1004), (4100, 260),
+                                   (200, 256), (3, 100, 1004), (600, 64, 128)], ids=str)
 @pytest.mark.parametrize("offset", [0, 4, 2])
 def test_half_columns(device, dtype, shape, offset):
     """fp16 and bf16 sums and sums of squares over columns of 128 or more (on CUDA: 8-byte
-    vectors of 4 columns, split and whole, from a start 16-byte aligned (offset 0) or only
-    8-byte aligned (4 elements in), and the scalar kernel where a start is 4-byte aligned (2
-    elements in); rows of 132, 1004 and 260 columns are not whole 16-byte vectors): a float64
-    reference, repeatable bits, and NaN and infinities in one column."""
+    vectors of 4 columns, split (the first four shapes) and whole (the last three: short
+    columns, or 600 tiles), from a start 16-byte aligned (offset 0) or only 8-byte aligned (4
+    elements in), and the scalar kernel where a start is 4-byte aligned (2 elements in); rows
+    of 132, 1004 and 260 columns are not whole 16-byte vectors): a float64 reference,
+    repeatable bits, and NaN and infinities in one column."""
     n = math.prod(shape)
     x = make_tensor((n + offset,), dtype, device)[offset:].view(shape)
     dim = len(shape) - 2

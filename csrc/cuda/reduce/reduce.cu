@@ -112,7 +112,7 @@ inline constexpr bool kVectorKernels =
     (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
 
 // Whether columns of T may take 8-byte vectors for map M (launch_cols): fp16 and bf16 sums and
-// sums of squares.
+// sums of squares (dots reduce 1-D inputs, so they never reach the column kernels).
 template <ReduceMap M, typename T>
 inline constexpr bool kColHalfWords =
     M != ReduceMap::kProduct && (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
@@ -278,7 +278,7 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
 
 // Column sums. A lane's columns are one vector wherever every row starts aligned to it: 16
 // bytes, or 8 (4 columns) for fp16 and bf16 sums and sums of squares of at least
-// kColHalfMinColumns columns, whose 16-byte kernel holds 8 compensated sums a thread (88
+// kColHalfMinColumns columns, whose 16-byte kernel holds 8 compensated sums a thread (bf16: 88
 // registers, 2 blocks per SM) where 4 fit 4 blocks with kColHalfLoadsInFlight loads in flight
 // each. 8 lanes across a row where 32 would not all have a column.
 template <ReduceMap M, typename T, typename O>
