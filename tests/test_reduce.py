@@ -192,6 +192,24 @@ def test_bitwise_repeatable(device, dtype):
             assert torch.equal(fn(), first)
 
 
+def assert_compensated_close(out, ref, magnitude, dtype):
+    """out (of dtype) within one rounding of the float64 reference ref, plus 4 ulps of the
+    accumulate type (fp64 for fp64, else fp32) times magnitude, the sum of the terms' sizes."""
+    acc_eps = 2.3e-16 if dtype == torch.float64 else 1.2e-7
+    bound = eps(dtype) * ref.abs() + 4 * acc_eps * magnitude
+    assert ((out.double() - ref).abs() <= bound).all()
+
+
+def assert_same_specials(got, want):
+    """NaN where want is NaN, the same infinities, finite elsewhere; returns where want is not
+    finite."""
+    special = ~want.isfinite()
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
+    assert got[~special].isfinite().all()
+    return special
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
                          ids=str)
@@ -208,28 +226,20 @@ def test_split_float_columns(device, dtype, shape, dim):
     # float64 with 53-bit significands: a kernel that narrowed its loads would fail
     x = (torch.randn(shape, dtype=dtype, device=device) if dtype == torch.float64
          else make_tensor(shape, dtype, device))
-    ulp = eps(dtype)  # of the output dtype
-    acc_eps = 2.3e-16 if dtype == torch.float64 else 1.2e-7  # of the accumulate type
     for y in (x, -0.5 * x.flip(dim)):
-        ref = y.double().sum(dim)
         out = smem_ops.sum(y, dim)
         assert out.dtype == dtype
-        bound = ulp * ref.abs() + 4 * acc_eps * y.abs().double().sum(dim)
-        assert ((out.double() - ref).abs() <= bound).all()
+        assert_compensated_close(out, y.double().sum(dim), y.abs().double().sum(dim), dtype)
         assert torch.equal(smem_ops.sum(y, dim), out)
         flat = y.flatten()  # a split row in between
-        assert (smem_ops.sum(flat).double() - flat.double().sum()).abs() <= (
-            ulp * flat.double().sum().abs() + 4 * acc_eps * flat.abs().double().sum())
+        assert_compensated_close(smem_ops.sum(flat), flat.double().sum(),
+                                 flat.abs().double().sum(), dtype)
     n = shape[dim]
     for spots in ([(7, math.nan)], [(n - 1, math.inf)], [(3, math.inf), (n - 2, -math.inf)]):
         y = x.clone()
         for at, v in spots:
             y.select(dim, at).select(-1, 1).fill_(v)  # column 1 of every outer index
-        want, got = y.double().sum(dim).to(dtype), smem_ops.sum(y, dim)
-        special = ~want.isfinite()
-        assert torch.equal(got.isnan(), want.isnan())
-        assert torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
-        assert got[~special].isfinite().all()
+        assert_same_specials(smem_ops.sum(y, dim), y.double().sum(dim).to(dtype))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -247,27 +257,20 @@ def test_half_columns(device, dtype, shape, offset):
     n = math.prod(shape)
     x = make_tensor((n + offset,), dtype, device)[offset:].view(shape)
     dim = len(shape) - 2
-    acc_eps = 1.2e-7
     for square in (False, True):
         fn = smem_ops.sum_of_squares if square else smem_ops.sum
         terms = x.double() ** 2 if square else x.double()
-        ref = terms.sum(dim)
         out = fn(x, dim)
         assert out.dtype == dtype
-        bound = eps(dtype) * ref.abs() + 4 * acc_eps * terms.abs().sum(dim)
-        assert ((out.double() - ref).abs() <= bound).all()
+        assert_compensated_close(out, terms.sum(dim), terms.abs().sum(dim), dtype)
         assert torch.equal(fn(x, dim), out)
     y = x.clone()
     y.select(dim, 5).select(-1, 120).fill_(math.inf)
     y.select(dim, shape[dim] - 1).select(-1, 121).fill_(math.nan)
     y.select(dim, 0).select(-1, 122).fill_(math.inf)
     y.select(dim, 1).select(-1, 122).fill_(-math.inf)
-    want, got = y.double().sum(dim).to(dtype), smem_ops.sum(y, dim)
-    special = ~want.isfinite()
+    special = assert_same_specials(smem_ops.sum(y, dim), y.double().sum(dim).to(dtype))
     assert special.sum() == 3 * (n // (shape[dim] * shape[-1]))
-    assert torch.equal(got.isnan(), want.isnan())
-    assert torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
-    assert got[~special].isfinite().all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
