@@ -29,6 +29,11 @@ template <> struct AccumulateType<c10::Half> { using type = float; };
 template <> struct AccumulateType<c10::BFloat16> { using type = float; };
 template <typename T> using acc_t = typename AccumulateType<T>::type;
 
+// Whether T is a 16-bit float (fp16 or bf16), summed in fp32: the kernels that read two of them
+// to a 32-bit word pick their shapes by it.
+template <typename T>
+inline constexpr bool kHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
+
 // The dtypes a reduction takes: calls f(T{}) with T the element type of `dtype` and returns
 // true, or returns false where `dtype` is not one of them.
 template <typename F>

@@ -108,14 +108,7 @@ inline constexpr bool kRowRuns =
 // (2 loads of each operand, 3 blocks per SM) lost 0.5-1 us (H200).
 template <ReduceMap M, typename T>
 inline constexpr bool kVectorKernels =
-    M != ReduceMap::kProduct &&
-    (std::is_same_v<T, float> || std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
-
-// Whether columns of T may take 8-byte vectors for map M (launch_cols): fp16 and bf16 sums and
-// sums of squares (dots reduce 1-D inputs, so they never reach the column kernels).
-template <ReduceMap M, typename T>
-inline constexpr bool kColHalfWords =
-    M != ReduceMap::kProduct && (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>);
+    M != ReduceMap::kProduct && (std::is_same_v<T, float> || kHalfFloat<T>);
 
 // Whether rows of length R starting at `a` are the vector kernels' rows: aligned, and whole
 // 16-byte vectors, so every row starts on a vector and needs no head or tail.
@@ -276,30 +269,46 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
-// Column sums. A lane's columns are one vector wherever every row starts aligned to it: 16
-// bytes, or 8 (4 columns) for fp16 and bf16 sums and sums of squares of at least
-// kColHalfMinColumns columns, whose 16-byte kernel holds 8 compensated sums a thread (bf16: 88
-// registers, 2 blocks per SM) where 4 fit 4 blocks with kColHalfLoadsInFlight loads in flight
-// each. 8 lanes across a row where 32 would not all have a column.
+// Columns a lane sums of rows of `inner` at `a` and `b` (b is a but for dots): one vector wherever
+// every row starts aligned to it. 8 bytes (kColHalfWidth columns) for fp16 and bf16 sums and
+// sums of squares of at least kColHalfMinColumns, whose 16-byte kernel held 8 compensated sums a
+// thread (bf16: 88 registers, 2 blocks per SM) where 4 fit 4 blocks with kColHalfLoadsInFlight
+// loads in flight each; 16 bytes for the rest; else 1.
+template <ReduceMap M, typename T>
+int col_width(const T* a, const T* b, int64_t inner) {
+  if constexpr (kColHalfWords<M, T>)
+    if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8) &&
+        is_aligned(b, 8))
+      return kColHalfWidth;
+  constexpr int V = vec_width<T>();
+  return inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16) ? V : 1;
+}
+
+// The column kernel of `width` columns a lane (col_width) in `lanes` lanes across a row. 8-byte
+// vectors always fill 32 lanes (kColHalfMinColumns), and the fp16 and bf16 rows left to 16-byte
+// vectors are narrower than that, 8 lanes: the other two are never compiled.
+template <ReduceMap M, typename T, typename O>
+auto* cols_kernel(int width, int lanes) {
+  constexpr int V = vec_width<T>();
+  if constexpr (kColHalfWords<M, T>) {
+    static_assert(kColHalfMinColumns >= 32 * kColHalfWidth && kColHalfMinColumns <= 32 * V,
+                  "8-byte vectors fill 32 lanes; 16-byte ones of narrower rows 8");
+    if (width == kColHalfWidth) return reduce_cols_kernel<M, kColHalfWidth, 32, T, O>;
+    if (width == V) return reduce_cols_kernel<M, V, 8, T, O>;
+  } else if (width == V) {
+    return lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>;
+  }
+  return lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>;
+}
+
+// Column sums (inner > 1): 32 lanes across a row where each has a column, else 8.
 template <ReduceMap M, typename T, typename O>
 void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                  bool streaming, cudaStream_t stream) {
   using A = acc_t<T>;
-  constexpr int V = vec_width<T>();
-  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
-  int lanes = inner / (vectors ? V : 1) >= 32 ? 32 : 8, width = vectors ? V : 1;
-  auto* kernel =
-      vectors
-          ? (lanes == 32 ? reduce_cols_kernel<M, V, 32, T, O> : reduce_cols_kernel<M, V, 8, T, O>)
-          : (lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>);
-  if constexpr (kColHalfWords<M, T>) {
-    if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8) &&
-        is_aligned(b, 8)) {
-      kernel = reduce_cols_kernel<M, kColHalfWidth, 32, T, O>;
-      lanes = 32;
-      width = kColHalfWidth;
-    }
-  }
+  const int width = col_width<M>(a, b, inner);
+  const int lanes = inner / width >= 32 ? 32 : 8;
+  auto* kernel = cols_kernel<M, T, O>(width, lanes);
   const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);
   const int slices = kBlockThreads / lanes;
   const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
@@ -309,80 +318,95 @@ void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64
                                                    inner, splits, streaming);
 }
 
+// Short rows (at most kWarpRowMax, more than one; no dots): the vector groups where they take
+// them (groups_take), else a warp each. Returns false for aligned rows of whole vectors that the
+// groups pass on: those take the vector rows, a block each (launch_rows).
+template <ReduceMap M, typename T, typename O>
+bool launch_short_rows(const T* a, const T* b, O* out, int64_t rows, int64_t R, bool streaming,
+                       cudaStream_t stream) {
+  if constexpr (kVectorKernels<M, T>) {
+    if (whole_vector_rows(a, R)) {
+      static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
+                    "choose_splits splits no short row, so the vector rows take those passed on");
+      if (!groups_take<M, T, O>(rows, R / vec_width<T>(), streaming)) return false;
+      launch_vector_groups<M>(a, out, rows, R, streaming, stream);
+      return true;
+    }
+  }
+  auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
+  kernel<<<resident_grid(kernel, kBlockThreads, 0, rows, kRowsPerWarpBlock), kBlockThreads, 0,
+           stream>>>(a, b, out, nullptr, nullptr, rows, R, 1, streaming, false);
+  return true;
+}
+
+// Rows a block each or split over blocks (inner == 1): aligned rows of whole vectors whole, a
+// block each, where the interleaved kernel would not split them; else in runs where runs of 128
+// KB split them twice or more (kVectorKernels). Other split rows in runs where those split them
+// (kRowRuns); the rest in the interleaved kernel.
+template <ReduceMap M, typename T, typename O>
+void launch_rows(const T* a, const T* b, O* out, int64_t rows, int64_t R, bool streaming,
+                 cudaStream_t stream) {
+  using A = acc_t<T>;
+  auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
+  const int splits = choose_splits(
+      kernel, rows, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
+  if constexpr (kVectorKernels<M, T>) {
+    if (whole_vector_rows(a, R)) {
+      if (splits == 1) {
+        launch_vector_rows<M>(a, out, rows, R, streaming, stream);
+        return;
+      }
+      const int64_t runs = row_run_splits<T>(rows, R, kVectorRunBytes);
+      if (runs > 1) {
+        launch_vector_runs<M>(a, out, rows, R, runs, streaming, stream);
+        return;
+      }
+    }
+  }
+  if constexpr (kRowRuns<M, T>) {
+    const int64_t runs = splits > 1 ? row_run_splits<T>(rows, R, kRunBytes) : 1;
+    if (runs > 1) {
+      launch_row_runs<M>(a, b, out, rows, R, runs, streaming, stream);
+      return;
+    }
+  }
+  const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight
+    if (splits == 1)
+      kernel = reduce_rows_kernel<M, kBlockThreads, T, O, kWholeRowFloatLoadsInFlight>;
+  if constexpr (kHasSlots<A>) {
+    SlotWorkspace work(splits, rows);
+    kernel<<<grid, kBlockThreads, 0, stream>>>(
+        a, b, out, work.slots, work.counters, rows, R, splits, streaming,
+        splits > 1 && tickets_at_start(kernel, kBlockThreads, splits, rows));
+  } else {
+    SplitWorkspace<A> work(splits, rows, rows);
+    kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, rows, R, splits,
+                                               streaming, false);
+  }
+}
+
+// Columns (inner > 1), short rows, or rows a block each or split. A dot is one row
+// (reduce_ops.cpp), so dots compile only launch_rows' kernels.
 template <ReduceMap M, typename T, typename O>
 void launch_typed(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                   cudaStream_t stream) {
-  using A = acc_t<T>;
   const int64_t bytes_read = outer * R * inner * int64_t(sizeof(T)) * (a == b ? 1 : 2);
   const bool streaming =
       stream_once(bytes_read, inner == 1 ? kStreamOnceL2Sizes : kColStreamOnceL2Sizes);
-  bool warp_rows = inner == 1 && R <= kWarpRowMax && outer > 1;
-  if constexpr (kVectorKernels<M, T>) {
-    if (warp_rows && whole_vector_rows(a, R)) {
-      // the groups' rows (groups_take); the others a block each, below, which never splits
-      // them (so the vector rows take them)
-      static_assert(kWarpRowMax < 2 * kBlockThreads * vec_width<T>() * kMinVectorsPerThread,
-                    "choose_splits splits no short row");
-      if (groups_take<M, T, O>(outer, R / vec_width<T>(), streaming)) {
-        launch_vector_groups<M>(a, out, outer, R, streaming, stream);
-        SMEM_LAUNCH_CHECK();
-        return;
-      }
-      warp_rows = false;
-    }
-  }
-  if (warp_rows) {
-    auto* kernel = reduce_rows_kernel<M, kWarpSize, T, O>;
-    kernel<<<resident_grid(kernel, kBlockThreads, 0, outer, kRowsPerWarpBlock), kBlockThreads, 0,
-             stream>>>(a, b, out, nullptr, nullptr, outer, R, 1, streaming, false);
-  } else if (inner == 1) {
-    auto* kernel = reduce_rows_kernel<M, kBlockThreads, T, O>;
-    const int splits = choose_splits(
-        kernel, outer, R, kBlockThreads * vec_width<T>() * kMinVectorsPerThread, kRowBlocksPerSm);
-    if constexpr (kVectorKernels<M, T>) {
-      // aligned rows of whole vectors (b is a: no dot): whole, a block each where the interleaved
-      // kernel would not split them; else in runs where runs of 128 KB split them twice or more
-      // (rows that they would not split go on below)
-      if (whole_vector_rows(a, R)) {
-        if (splits == 1) {
-          launch_vector_rows<M>(a, out, outer, R, streaming, stream);
-          SMEM_LAUNCH_CHECK();
-          return;
-        }
-        const int64_t runs = row_run_splits<T>(outer, R, kVectorRunBytes);
-        if (runs > 1) {
-          launch_vector_runs<M>(a, out, outer, R, runs, streaming, stream);
-          SMEM_LAUNCH_CHECK();
-          return;
-        }
-      }
-    }
-    if constexpr (kRowRuns<M, T>) {
-      // rows the interleaved kernel would split, and that split into runs too
-      const int64_t runs = splits > 1 ? row_run_splits<T>(outer, R, kRunBytes) : 1;
-      if (runs > 1) {
-        launch_row_runs<M>(a, b, out, outer, R, runs, streaming, stream);
-        SMEM_LAUNCH_CHECK();
-        return;
-      }
-    }
-    const dim3 grid(splits, static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
-    if constexpr (std::is_same_v<T, float>)  // whole fp32 rows: more loads in flight
-      if (splits == 1)
-        kernel = reduce_rows_kernel<M, kBlockThreads, T, O, kWholeRowFloatLoadsInFlight>;
-    if constexpr (kHasSlots<A>) {
-      SlotWorkspace work(splits, outer);
-      kernel<<<grid, kBlockThreads, 0, stream>>>(
-          a, b, out, work.slots, work.counters, outer, R, splits, streaming,
-          splits > 1 && tickets_at_start(kernel, kBlockThreads, splits, outer));
-    } else {
-      SplitWorkspace<A> work(splits, outer, outer);
-      kernel<<<grid, kBlockThreads, 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
-                                                 splits, streaming, false);
-    }
-  } else {
+  if constexpr (M == ReduceMap::kProduct) {
+    TORCH_INTERNAL_ASSERT(outer == 1 && inner == 1, "smem: a dot is one row, got [", outer, ", ", R,
+                          ", ", inner, "]");
+  } else if (inner > 1) {
     launch_cols<M>(a, b, out, outer, R, inner, streaming, stream);
+    SMEM_LAUNCH_CHECK();
+    return;
+  } else if (R <= kWarpRowMax && outer > 1 &&
+             launch_short_rows<M>(a, b, out, outer, R, streaming, stream)) {
+    SMEM_LAUNCH_CHECK();
+    return;
   }
+  launch_rows<M>(a, b, out, outer, R, streaming, stream);
   SMEM_LAUNCH_CHECK();
 }
 
