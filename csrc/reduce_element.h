@@ -29,8 +29,7 @@ template <> struct AccumulateType<c10::Half> { using type = float; };
 template <> struct AccumulateType<c10::BFloat16> { using type = float; };
 template <typename T> using acc_t = typename AccumulateType<T>::type;
 
-// Whether T is a 16-bit float (fp16 or bf16), summed in fp32: the kernels that read two of them
-// to a 32-bit word pick their shapes by it.
+// Whether T is a 16-bit float (fp16 or bf16), summed in fp32.
 template <typename T>
 inline constexpr bool kHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
 

@@ -14,6 +14,7 @@ namespace smem::cuda {
 // reduce.cu: out[o, i] = the sum over r of map(a[o, r, i], b[o, r, i]), for `a` (and `b`, the
 // same pointer but for dot) a contiguous [outer, reduced, inner] array of `dtype` elements, and
 // `out` of `out_dtype` (the input's, or int64 for integers promoted by the default dtype rule).
+// A dot (ReduceMap::kProduct) is one row: outer == inner == 1.
 // On the current device and its current stream, which also orders the scratch a split
 // reduction takes (its partials and zeroed counters: cuda/launch.h).
 void launch_reduce(ReduceMap map, c10::ScalarType dtype, c10::ScalarType out_dtype, const void* a,

@@ -269,11 +269,11 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
-// Columns a lane sums of rows of `inner` at `a` and `b` (b is a but for dots): one vector wherever
-// every row starts aligned to it. 8 bytes (kColHalfWidth columns) for fp16 and bf16 sums and
-// sums of squares of at least kColHalfMinColumns, whose 16-byte kernel held 8 compensated sums a
-// thread (bf16: 88 registers, 2 blocks per SM) where 4 fit 4 blocks with kColHalfLoadsInFlight
-// loads in flight each; 16 bytes for the rest; else 1.
+// Columns a lane sums of rows of `inner` at `a` and `b` (b is a: dots never reach the columns):
+// one vector wherever every row starts aligned to it. 8 bytes (kColHalfWidth columns) for fp16 and
+// bf16 sums and sums of squares of at least kColHalfMinColumns, whose 16-byte kernel held 8
+// compensated sums a thread (bf16: 88 registers, 2 blocks per SM) where 4 fit 4 blocks with
+// kColHalfLoadsInFlight loads in flight each; 16 bytes for the rest; else 1.
 template <ReduceMap M, typename T>
 int col_width(const T* a, const T* b, int64_t inner) {
   if constexpr (kColHalfWords<M, T>)
@@ -286,11 +286,13 @@ int col_width(const T* a, const T* b, int64_t inner) {
 
 // The column kernel of `width` columns a lane (col_width) in `lanes` lanes across a row. 8-byte
 // vectors always fill 32 lanes (kColHalfMinColumns), and the fp16 and bf16 rows left to 16-byte
-// vectors are narrower than that, 8 lanes: the other two are never compiled.
+// vectors are narrower than that, 8 lanes: their 16-byte kernel of 32 lanes is not compiled.
 template <ReduceMap M, typename T, typename O>
 auto* cols_kernel(int width, int lanes) {
   constexpr int V = vec_width<T>();
   if constexpr (kColHalfWords<M, T>) {
+    static_assert(kColHalfWidth * sizeof(T) == 8 && V % kColHalfWidth == 0,
+                  "col_width's 8-byte vectors: a 16-byte aligned row of whole ones takes them");
     static_assert(kColHalfMinColumns >= 32 * kColHalfWidth && kColHalfMinColumns <= 32 * V,
                   "8-byte vectors fill 32 lanes; 16-byte ones of narrower rows 8");
     if (width == kColHalfWidth) return reduce_cols_kernel<M, kColHalfWidth, 32, T, O>;
