@@ -20,21 +20,18 @@ namespace smem::cuda {
 namespace {
 using namespace reduce;
 
-// Whether columns of T may take 8-byte vectors for map M (launch_cols): fp16 and bf16 sums and
-// sums of squares of wide enough rows. Such a kernel holds 4 sums a thread, not 8: held to 64
-// registers, kColBlocksPerSm blocks are resident with kColHalfLoadsInFlight loads each. (Dots
-// reduce one row, so they never reach the column kernels.)
-template <ReduceMap M, typename T>
-inline constexpr bool kColHalfWords = M != ReduceMap::kProduct && kHalfFloat<T>;
-template <ReduceMap M, typename T, int V>
+// fp16 and bf16 columns in 8-byte vectors (launch_cols: sums and sums of squares of wide enough
+// rows; dots are one row and never reach the columns) hold 4 sums a thread, not 8: held to 64
+// registers, kColBlocksPerSm blocks are resident with kColHalfLoadsInFlight loads each.
+template <typename T, int V>
 constexpr bool col_half_words() {
-  return kColHalfWords<M, T> && V == kColHalfWidth;
+  return kHalfFloat<T> && V == kColHalfWidth;
 }
 // (0 leaves the others' registers to ptxas, as no bound does: a bound of 1 block let the fp32
 // kernel take 93 registers, 2 blocks per SM, where it takes 64 unbounded.)
-template <ReduceMap M, typename T, int V>
+template <typename T, int V>
 constexpr int col_min_blocks() {
-  return col_half_words<M, T, V>() ? kColBlocksPerSm : 0;
+  return col_half_words<T, V>() ? kColBlocksPerSm : 0;
 }
 
 // [outer, R, inner] with inner > 1. Block (kLanes, kSlices) owns kLanes * V adjacent columns
@@ -44,14 +41,14 @@ constexpr int col_min_blocks() {
 // wide fp16 and bf16 rows one 8-byte vector (256 bytes a warp).
 // blockIdx.y is its slice of R among `splits`.
 template <ReduceMap M, int V, int kLanes, typename T, typename O>
-__global__ void __launch_bounds__(kBlockThreads, col_min_blocks<M, T, V>())
+__global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
     reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
                        int64_t outer, int64_t R, int64_t inner, int splits, bool streaming) {
   using A = acc_t<T>;
   using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
-  constexpr int kInFlight = col_half_words<M, T, V>() ? kColHalfLoadsInFlight
+  constexpr int kInFlight = col_half_words<T, V>() ? kColHalfLoadsInFlight
                             : std::is_same_v<T, float> && V == 4 && kLanes == 32
                                 ? kColFloatLoadsInFlight
                                 : kLoadsInFlight;

@@ -274,9 +274,9 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
 // bf16 sums and sums of squares of at least kColHalfMinColumns, whose 16-byte kernel held 8
 // compensated sums a thread (bf16: 88 registers, 2 blocks per SM) where 4 fit 4 blocks with
 // kColHalfLoadsInFlight loads in flight each; 16 bytes for the rest; else 1.
-template <ReduceMap M, typename T>
+template <typename T>
 int col_width(const T* a, const T* b, int64_t inner) {
-  if constexpr (kColHalfWords<M, T>)
+  if constexpr (kHalfFloat<T>)
     if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8) &&
         is_aligned(b, 8))
       return kColHalfWidth;
@@ -290,7 +290,7 @@ int col_width(const T* a, const T* b, int64_t inner) {
 template <ReduceMap M, typename T, typename O>
 auto* cols_kernel(int width, int lanes) {
   constexpr int V = vec_width<T>();
-  if constexpr (kColHalfWords<M, T>) {
+  if constexpr (kHalfFloat<T>) {
     static_assert(kColHalfWidth * sizeof(T) == 8 && V % kColHalfWidth == 0,
                   "col_width's 8-byte vectors: a 16-byte aligned row of whole ones takes them");
     static_assert(kColHalfMinColumns >= 32 * kColHalfWidth && kColHalfMinColumns <= 32 * V,
@@ -307,8 +307,9 @@ auto* cols_kernel(int width, int lanes) {
 template <ReduceMap M, typename T, typename O>
 void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                  bool streaming, cudaStream_t stream) {
+  static_assert(M != ReduceMap::kProduct, "a dot is one row: no columns");
   using A = acc_t<T>;
-  const int width = col_width<M>(a, b, inner);
+  const int width = col_width(a, b, inner);
   const int lanes = inner / width >= 32 ? 32 : 8;
   auto* kernel = cols_kernel<M, T, O>(width, lanes);
   const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);
