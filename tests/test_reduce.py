@@ -274,11 +274,56 @@ def test_half_columns(device, dtype, shape, offset):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_column_specials_in_one_thread(device, dtype):
+    """Infinities, NaN and overflows among the rows that one thread adds (on CUDA: the 8-byte
+    column kernel, one block whose 8 row slices take every 8th of the 64 rows, so rows 0, 8, ...,
+    56 of column 7 are one thread's): torch's infinity or NaN in that column, finite sums in the
+    others, for sums and sums of squares."""
+    big, inf, nan = torch.finfo(dtype).max, math.inf, math.nan
+    root = math.sqrt(0.66 * big)  # two squares of it overflow
+    cases = [(False, {8: -inf}), (False, {0: inf, 8: -inf}), (False, {8: -inf, 56: inf}),
+             (False, {0: big, 8: big}), (False, {48: big, 56: big}), (False, {0: -big, 8: -big}),
+             (False, {16: nan}), (True, {0: root, 8: root}), (True, {0: big}),
+             (True, {8: -inf}), (True, {0: inf, 16: nan})]
+    x = make_tensor((64, 128), dtype, device)
+    for square, rows in cases:
+        y = x.clone()
+        for r, v in rows.items():
+            y[r, 7] = v
+        fn = smem_ops.sum_of_squares if square else smem_ops.sum
+        terms = y.double() ** 2 if square else y.double()
+        special = assert_same_specials(fn(y, 0), terms.sum(0).to(dtype))
+        assert special.nonzero().flatten().tolist() == [7]
+
+
+@requires_cuda
+def test_half_columns_fallback_has_headroom():
+    """The 8-byte bf16 column sums fall back to a plain sum (halved) once their compensated sum
+    is not finite. With one thread's rows summing to exactly the float maximum (which a plain
+    float sum rounds to inf), then -inf: -inf, as float64 says, not inf - inf = NaN (also with
+    a row after it). Two maxima cancelled by a third: the maximum (the compensated sum overflows;
+    torch's plain sum says inf)."""
+    big = torch.finfo(torch.bfloat16).max  # 255 * 2^120
+    at_flt_max = {0: big, 8: 255 * 2.0**112, 16: 255 * 2.0**103, 24: 255 * 2.0**103}
+    for rows, want in (({**at_flt_max, 32: -math.inf}, -math.inf),
+                       ({**at_flt_max, 32: -math.inf, 40: 1.0}, -math.inf),
+                       ({0: big, 8: big, 16: -big}, big)):
+        x = torch.zeros(64, 128, dtype=torch.bfloat16, device="cuda")
+        for r, v in rows.items():
+            x[r, 7] = v
+        got = smem_ops.sum(x, 0)
+        assert got[7].item() == want
+        assert (got[:7] == 0).all() and (got[8:] == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16],
+                         ids=str)
 def test_infinite_sums_stay_infinite(device, dtype):
     """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,
     not the NaN that inf - inf in the compensation would make. Every kernel: flat, split rows,
-    warp rows, columns."""
+    warp rows, columns (fp16 and bf16: the 8-byte columns of 300 and 128)."""
     big = torch.finfo(dtype).max
     for shape, dim in ((((1 << 20) + 3,), None), ((3, 70_001), 1), ((500, 1000), 1),
                        ((3001, 300), 0), ((4, 2000, 128), 1)):

@@ -231,6 +231,26 @@ struct CompensatedAccumulator {
 template <> struct Accumulator<float> : CompensatedAccumulator<float> {};
 template <> struct Accumulator<double> : CompensatedAccumulator<double> {};
 
+// A float Kahan sum for kernels bound by issue rather than memory (the 8-byte fp16/bf16 column
+// sums): the Kahan step without CompensatedAccumulator's finiteness guard, 5 operations a value
+// with the fallback, not 7. Once the compensated sum is not finite (an infinite input, or an
+// overflow), neither is its carry, and one add later the sum is NaN; the result then falls back
+// to a plain sum, kept halved (fma: v * 0.5 is exact) so that its partial sums have twice the float
+// range. It holds the infinity or NaN of infinite inputs (as torch's sum), inf where the values'
+// sum overflows, and a finite sum where only a partial sum passed the float maximum. Finite
+// compensated sums are CompensatedAccumulator's, bit for bit.
+struct UnguardedCompensatedAccumulator {
+  float sum = 0.f, carry = 0.f, half_plain = 0.f;
+  __device__ void add(float v) {
+    const float y = v - carry;
+    const float t = sum + y;
+    carry = (t - sum) - y;
+    sum = t;
+    half_plain = __fmaf_rn(v, 0.5f, half_plain);
+  }
+  __device__ float value() const { return isfinite(sum) ? sum : 2.f * half_plain; }
+};
+
 // ---------------------------------------------------------------- warp / block sums
 
 // Shuffles any trivially copyable value as 32-bit words (complex, int64, double alike).

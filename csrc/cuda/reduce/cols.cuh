@@ -110,7 +110,9 @@ __global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
     auto row_ptr = [&](const T* p, int64_t r) {
       return reinterpret_cast<const VecT*>(p + base + r * inner);
     };
-    Accumulator<A> acc[V];
+    // (the 8-byte kernel is issue-bound: common.cuh)
+    std::conditional_t<col_half_words<T, V>(), UnguardedCompensatedAccumulator, Accumulator<A>>
+        acc[V];
     if (c < inner)
       for_each_batched<kInFlight>(
           blockIdx.y * run + threadIdx.y, r_end, kSlices,
