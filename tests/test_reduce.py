@@ -273,24 +273,40 @@ def test_half_columns(device, dtype, shape, offset):
     assert special.sum() == 3 * (n // (shape[dim] * shape[-1]))
 
 
+# fp16/bf16 column kernels with one split and the rows one thread adds, on CUDA: columns, the
+# step between a thread's rows (its block's row slices), and the start's offset in elements. The
+# 8-byte kernel (32 lanes x 8 slices), the 16-byte one of 8 lanes (x 32 slices; rows under 128
+# columns) and the scalar one (32 x 8; a 2-byte aligned start).
+HALF_COLUMN_KERNELS = {"8-byte": (128, 8, 0), "16-byte": (64, 32, 0), "scalar": (128, 8, 1)}
+
+
+def half_columns(rows, kernel, dtype, device, fill=None):
+    """A (rows * step, columns) input for `kernel`, random or `fill`; returns it and step."""
+    columns, step, offset = HALF_COLUMN_KERNELS[kernel]
+    n = rows * step * columns
+    flat = (make_tensor((n + offset,), dtype, device) if fill is None
+            else torch.full((n + offset,), fill, dtype=dtype, device=device))
+    return flat[offset:].view(rows * step, columns), step
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-def test_half_column_specials_in_one_thread(device, dtype):
-    """Infinities, NaN and overflows among the rows that one thread adds (on CUDA: the 8-byte
-    column kernel, one block whose 8 row slices take every 8th of the 64 rows, so rows 0, 8, ...,
-    56 of column 7 are one thread's): torch's infinity or NaN in that column, finite sums in the
-    others, for sums and sums of squares."""
+@pytest.mark.parametrize("kernel", list(HALF_COLUMN_KERNELS))
+def test_half_column_specials_in_one_thread(device, dtype, kernel):
+    """Infinities, NaN and overflows among the rows that one thread adds (rows 0, step, ..., 7 *
+    step of column 7 on CUDA): torch's infinity or NaN in that column, finite sums in the others,
+    for sums and sums of squares."""
     big, inf, nan = torch.finfo(dtype).max, math.inf, math.nan
     root = math.sqrt(0.66 * big)  # two squares of it overflow
-    cases = [(False, {8: -inf}), (False, {0: inf, 8: -inf}), (False, {8: -inf, 56: inf}),
-             (False, {0: big, 8: big}), (False, {48: big, 56: big}), (False, {0: -big, 8: -big}),
-             (False, {16: nan}), (True, {0: root, 8: root}), (True, {0: big}),
-             (True, {8: -inf}), (True, {0: inf, 16: nan})]
-    x = make_tensor((64, 128), dtype, device)
+    cases = [(False, {1: -inf}), (False, {0: inf, 1: -inf}), (False, {1: -inf, 7: inf}),
+             (False, {0: big, 1: big}), (False, {6: big, 7: big}), (False, {0: -big, 1: -big}),
+             (False, {2: nan}), (True, {0: root, 1: root}), (True, {0: big}),
+             (True, {1: -inf}), (True, {0: inf, 2: nan})]
+    x, step = half_columns(8, kernel, dtype, device)
     for square, rows in cases:
         y = x.clone()
         for r, v in rows.items():
-            y[r, 7] = v
+            y[r * step, 7] = v
         fn = smem_ops.sum_of_squares if square else smem_ops.sum
         terms = y.double() ** 2 if square else y.double()
         special = assert_same_specials(fn(y, 0), terms.sum(0).to(dtype))
@@ -298,20 +314,21 @@ def test_half_column_specials_in_one_thread(device, dtype):
 
 
 @requires_cuda
-def test_half_columns_fallback_has_headroom():
-    """The 8-byte bf16 column sums fall back to a plain sum (halved) once their compensated sum
-    is not finite. With one thread's rows summing to exactly the float maximum (which a plain
-    float sum rounds to inf), then -inf: -inf, as float64 says, not inf - inf = NaN (also with
-    a row after it). Two maxima cancelled by a third: the maximum (the compensated sum overflows;
-    torch's plain sum says inf)."""
+@pytest.mark.parametrize("kernel", list(HALF_COLUMN_KERNELS))
+def test_half_columns_fallback_has_headroom(kernel):
+    """The bf16 column sums fall back to a plain sum (halved) once their compensated sum is not
+    finite. With one thread's rows summing to exactly the float maximum (which a plain float sum
+    rounds to inf), then -inf: -inf, as float64 says, not inf - inf = NaN (also with a row after
+    it). Two maxima cancelled by a third: the maximum (the compensated sum overflows; torch's
+    plain sum says inf)."""
     big = torch.finfo(torch.bfloat16).max  # 255 * 2^120
-    at_flt_max = {0: big, 8: 255 * 2.0**112, 16: 255 * 2.0**103, 24: 255 * 2.0**103}
-    for rows, want in (({**at_flt_max, 32: -math.inf}, -math.inf),
-                       ({**at_flt_max, 32: -math.inf, 40: 1.0}, -math.inf),
-                       ({0: big, 8: big, 16: -big}, big)):
-        x = torch.zeros(64, 128, dtype=torch.bfloat16, device="cuda")
+    at_flt_max = {0: big, 1: 255 * 2.0**112, 2: 255 * 2.0**103, 3: 255 * 2.0**103}
+    for rows, want in (({**at_flt_max, 4: -math.inf}, -math.inf),
+                       ({**at_flt_max, 4: -math.inf, 5: 1.0}, -math.inf),
+                       ({0: big, 1: big, 2: -big}, big)):
+        x, step = half_columns(8, kernel, torch.bfloat16, "cuda", fill=0.0)
         for r, v in rows.items():
-            x[r, 7] = v
+            x[r * step, 7] = v
         got = smem_ops.sum(x, 0)
         assert got[7].item() == want
         assert (got[:7] == 0).all() and (got[8:] == 0).all()

@@ -205,8 +205,8 @@ __device__ inline void for_each_batched(int64_t first, int64_t end, int64_t stri
 // A running sum. For fp32/fp64 it is compensated (Kahan): a thread adds hundreds of values
 // into one sum, and plain float addition would lose ~count * eps of them; the compensation
 // keeps the error at a few eps for 4 extra adds per step, free in a memory-bound loop. nvcc
-// does not reassociate or contract these adds (no fast-math, no multiplies to fuse). Integers
-// and complex sum plainly.
+// does not reassociate these adds (no fast-math); it may fuse the map's square or product into
+// the first subtraction (an fma, still a Kahan step). Integers and complex sum plainly.
 template <typename A>
 struct Accumulator {
   A sum = A(0);
@@ -231,14 +231,15 @@ struct CompensatedAccumulator {
 template <> struct Accumulator<float> : CompensatedAccumulator<float> {};
 template <> struct Accumulator<double> : CompensatedAccumulator<double> {};
 
-// A float Kahan sum for kernels bound by issue rather than memory (the 8-byte fp16/bf16 column
-// sums): the Kahan step without CompensatedAccumulator's finiteness guard, 5 operations a value
-// with the fallback, not 7. Once the compensated sum is not finite (an infinite input, or an
-// overflow), neither is its carry, and one add later the sum is NaN; the result then falls back
-// to a plain sum, kept halved (fma: v * 0.5 is exact) so that its partial sums have twice the float
-// range. It holds the infinity or NaN of infinite inputs (as torch's sum), inf where the values'
-// sum overflows, and a finite sum where only a partial sum passed the float maximum. Finite
-// compensated sums are CompensatedAccumulator's, bit for bit.
+// A float Kahan sum for kernels bound by issue rather than memory (the fp16/bf16 column sums):
+// the Kahan step without CompensatedAccumulator's finiteness guard, 5 operations a value with the
+// fallback, not 7. Once the compensated sum is not finite (an infinite input, or an overflow),
+// neither is its carry, and one add later the sum is NaN; the result then falls back to a plain
+// sum, kept halved (fma: v * 0.5 is exact) so that its partial sums have twice the float range.
+// It holds the infinity or NaN of infinite inputs (as torch's sum) and, within a plain sum's
+// error, inf where the values' sum overflows and the finite sum where only a partial sum passed
+// the float maximum. While the compensated sum is finite, its steps are CompensatedAccumulator's
+// (whose guard acts only on a sum that is not finite).
 struct UnguardedCompensatedAccumulator {
   float sum = 0.f, carry = 0.f, half_plain = 0.f;
   __device__ void add(float v) {

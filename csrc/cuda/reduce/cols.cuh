@@ -110,9 +110,8 @@ __global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
     auto row_ptr = [&](const T* p, int64_t r) {
       return reinterpret_cast<const VecT*>(p + base + r * inner);
     };
-    // (the 8-byte kernel is issue-bound: common.cuh)
-    std::conditional_t<col_half_words<T, V>(), UnguardedCompensatedAccumulator, Accumulator<A>>
-        acc[V];
+    // fp16 and bf16 columns are issue-bound (common.cuh)
+    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<A>> acc[V];
     if (c < inner)
       for_each_batched<kInFlight>(
           blockIdx.y * run + threadIdx.y, r_end, kSlices,
