@@ -276,8 +276,9 @@ def test_half_columns(device, dtype, shape, offset):
 # fp16/bf16 column kernels with one split and the rows one thread adds, on CUDA: columns, the
 # step between a thread's rows (its block's row slices), and the start's offset in elements. The
 # 8-byte kernel (32 lanes x 8 slices), the 16-byte one of 8 lanes (x 32 slices; rows under 128
-# columns) and the scalar one (32 x 8; a 2-byte aligned start).
-HALF_COLUMN_KERNELS = {"8-byte": (128, 8, 0), "16-byte": (64, 32, 0), "scalar": (128, 8, 1)}
+# columns) and the scalar ones (a 2-byte aligned start: 32 x 8, and 8 x 32 for 16 columns).
+HALF_COLUMN_KERNELS = {"8-byte": (128, 8, 0), "16-byte": (64, 32, 0), "scalar": (128, 8, 1),
+                       "scalar-8-lanes": (16, 32, 1)}
 
 
 def half_columns(rows, kernel, dtype, device, fill=None):

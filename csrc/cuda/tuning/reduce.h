@@ -96,11 +96,11 @@ constexpr int kColFloatLoadsInFlight = 8;
 // fp16 and bf16 sums and sums of squares over columns of rows of at least kColHalfMinColumns
 // (32 lanes' worth): 8-byte vectors of kColHalfWidth columns, kColHalfLoadsInFlight loads in
 // flight, kColBlocksPerSm blocks per SM (64 registers; bf16 spills 12 bytes since its sums
-// dropped the finiteness guard for a fallback sum, cb7d722). The 16-byte kernel's 8 compensated
-// sums a thread took 88 registers for bf16 (2 blocks per SM; fp16 70, 3): on an H200, bf16 8192^2
-// over dim 0 43.7-43.8 -> 41.5-41.7 us, (32, 4096, 128) over dim 1 14.7 -> 14.2-14.3
-// (docs/PERFORMANCE.md: "Half-word columns"). Not for narrower rows: (32, 8192, 64) 14.5 ->
-// 15.9 in 8 lanes. (Dots never sum columns: they reduce 1-D inputs.)
+// dropped the finiteness guard for a fallback sum, cb7d722). The 16-byte kernel's 8 guarded
+// compensated sums a thread took 86-88 registers for bf16 (2 blocks per SM; fp16 70, 3): on an
+// H200, bf16 8192^2 over dim 0 43.7-43.8 -> 41.5-41.7 us, (32, 4096, 128) over dim 1 14.7
+// -> 14.2-14.3 (docs/PERFORMANCE.md: "Half-word columns"). Not for narrower rows: (32, 8192,
+// 64) 14.5 -> 15.9 in 8 lanes. (Dots never sum columns: they reduce 1-D inputs.)
 constexpr int kColHalfWidth = 4;
 constexpr int64_t kColHalfMinColumns = 32 * kColHalfWidth;
 constexpr int kColHalfLoadsInFlight = 8;
