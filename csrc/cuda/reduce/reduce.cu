@@ -271,9 +271,8 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
 
 // Columns a lane sums of rows of `inner` at `a` and `b` (b is a: dots never reach the columns):
 // one vector wherever every row starts aligned to it. 8 bytes (kColHalfWidth columns) for fp16 and
-// bf16 sums and sums of squares of at least kColHalfMinColumns, whose 16-byte kernel held 8
-// guarded compensated sums a thread (bf16: 86-88 registers, 2 blocks per SM) where 4 fit 4 blocks
-// with kColHalfLoadsInFlight loads in flight each; 16 bytes for the rest; else 1.
+// bf16 sums and sums of squares of at least kColHalfMinColumns (why: tuning/reduce.h); 16 bytes
+// for the rest; else 1.
 template <typename T>
 int col_width(const T* a, const T* b, int64_t inner) {
   if constexpr (kHalfFloat<T>)
