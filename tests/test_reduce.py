@@ -27,6 +27,8 @@ CASES = [
     # vectors: fp32's 8 loads in flight per thread, a guarded batch where the row ends mid-batch)
     # and 5000 (whole vectors: the vector rows for fp32, fp16 and bf16)
     ((3, 3001, 130), 1), ((4, 2000, 128), 1), ((400, 8191), 1), ((300, 5000), -1),
+    # narrow columns of a few rows a thread, split further where the device is short of blocks
+    ((4100, 96), 0),
 ]
 
 
@@ -282,12 +284,15 @@ HALF_COLUMN_KERNELS = {"8-byte": (128, 8, 0), "16-byte": (64, 32, 0), "scalar": 
 
 
 def half_columns(rows, kernel, dtype, device, fill=None):
-    """A (rows * step, columns) input for `kernel`, random or `fill`; returns it and step."""
+    """A (tiles, rows * step, columns) input for `kernel`, random or `fill`, summed over dim 1;
+    returns it and step. On CUDA a tile per SM: a device short of blocks would split the rows
+    (launch_cols), and the split's partials would meet outside the thread."""
     columns, step, offset = HALF_COLUMN_KERNELS[kernel]
-    n = rows * step * columns
+    tiles = torch.cuda.get_device_properties(device).multi_processor_count if device == "cuda" else 1
+    n = tiles * rows * step * columns
     flat = (make_tensor((n + offset,), dtype, device) if fill is None
             else torch.full((n + offset,), fill, dtype=dtype, device=device))
-    return flat[offset:].view(rows * step, columns), step
+    return flat[offset:].view(tiles, rows * step, columns), step
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -307,11 +312,11 @@ def test_half_column_specials_in_one_thread(device, dtype, kernel):
     for square, rows in cases:
         y = x.clone()
         for r, v in rows.items():
-            y[r * step, 7] = v
+            y[0, r * step, 7] = v
         fn = smem_ops.sum_of_squares if square else smem_ops.sum
         terms = y.double() ** 2 if square else y.double()
-        special = assert_same_specials(fn(y, 0), terms.sum(0).to(dtype))
-        assert special.nonzero().flatten().tolist() == [7]
+        special = assert_same_specials(fn(y, 1), terms.sum(1).to(dtype))
+        assert special.flatten().nonzero().flatten().tolist() == [7]
 
 
 @requires_cuda
@@ -329,8 +334,8 @@ def test_half_columns_fallback_has_headroom(kernel):
                        ({0: big, 1: big, 2: -big}, big)):
         x, step = half_columns(8, kernel, torch.bfloat16, "cuda", fill=0.0)
         for r, v in rows.items():
-            x[r * step, 7] = v
-        got = smem_ops.sum(x, 0)
+            x[0, r * step, 7] = v
+        got = smem_ops.sum(x, 1).flatten()
         assert got[7].item() == want
         assert (got[:7] == 0).all() and (got[8:] == 0).all()
 

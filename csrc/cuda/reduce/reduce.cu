@@ -313,7 +313,14 @@ void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64
   auto* kernel = cols_kernel<M, T, O>(width, lanes);
   const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);
   const int slices = kBlockThreads / lanes;
-  const int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
+  int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
+  // Short of blocks because the rows ran out (tuning/reduce.h): thinner splits, up to a block
+  // per SM (fewer than sms + tiles blocks, within one wave of the resident ones).
+  const int64_t sms = current_device_info().sm_count;
+  if (tiles * splits * kColShortOfBlocks <= sms)
+    splits = static_cast<int>(std::max<int64_t>(
+        splits, std::min({R / (slices * kColShortRowsPerThread), ceil_div(sms, tiles),
+                          sms * resident_blocks_per_sm(kernel, kBlockThreads) / tiles})));
   SplitWorkspace<A> work(splits, outer * inner, tiles);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, INT32_MAX)), splits);
   kernel<<<grid, dim3(lanes, slices), 0, stream>>>(a, b, out, work.partials, work.done, outer, R,
