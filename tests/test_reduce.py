@@ -284,15 +284,17 @@ HALF_COLUMN_KERNELS = {"8-byte": (128, 8, 0), "16-byte": (64, 32, 0), "scalar": 
 
 
 def half_columns(rows, kernel, dtype, device, fill=None):
-    """A (tiles, rows * step, columns) input for `kernel`, random or `fill`, summed over dim 1;
-    returns it and step. On CUDA a tile per SM: a device short of blocks would split the rows
-    (launch_cols), and the split's partials would meet outside the thread."""
+    """An (outer, rows * step, columns) input for `kernel`, random or `fill`, summed over dim 1;
+    returns it and step. On CUDA an outer index per SM: fewer than 2 * kMinRowsPerThread rows a
+    thread leave one split by work, and more than a quarter of the SMs with a block leave the
+    rows unsplit by launch_cols' rule for a device short of blocks."""
     columns, step, offset = HALF_COLUMN_KERNELS[kernel]
-    tiles = torch.cuda.get_device_properties(device).multi_processor_count if device == "cuda" else 1
-    n = tiles * rows * step * columns
+    props = torch.cuda.get_device_properties(device) if device == "cuda" else None
+    outer = props.multi_processor_count if props else 1
+    n = outer * rows * step * columns
     flat = (make_tensor((n + offset,), dtype, device) if fill is None
             else torch.full((n + offset,), fill, dtype=dtype, device=device))
-    return flat[offset:].view(tiles, rows * step, columns), step
+    return flat[offset:].view(outer, rows * step, columns), step
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -300,8 +302,8 @@ def half_columns(rows, kernel, dtype, device, fill=None):
 @pytest.mark.parametrize("kernel", list(HALF_COLUMN_KERNELS))
 def test_half_column_specials_in_one_thread(device, dtype, kernel):
     """Infinities, NaN and overflows among the rows that one thread adds (rows 0, step, ..., 7 *
-    step of column 7 on CUDA): torch's infinity or NaN in that column, finite sums in the others,
-    for sums and sums of squares."""
+    step of column 7 of outer index 0 on CUDA): torch's infinity or NaN in that column, finite
+    sums in the others, for sums and sums of squares."""
     big, inf, nan = torch.finfo(dtype).max, math.inf, math.nan
     root = math.sqrt(0.66 * big)  # two squares of it overflow
     cases = [(False, {1: -inf}), (False, {0: inf, 1: -inf}), (False, {1: -inf, 7: inf}),

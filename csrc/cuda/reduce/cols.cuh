@@ -1,7 +1,8 @@
 // Column sums (inner > 1): a block owns adjacent columns of one outer index, and its row
 // slices walk down them, each warp reading a contiguous stretch of a row (coalesced); the
-// slices meet in shared memory. Long columns with few of them are split over blocks, each a
-// contiguous run of rows, whose partials the last block to finish sums in order.
+// slices meet in shared memory. Long columns with few of them (and short ones where the device
+// would be short of blocks) are split over blocks, each a contiguous run of rows, whose partials
+// the last block to finish sums in order.
 #pragma once
 
 #include <algorithm>

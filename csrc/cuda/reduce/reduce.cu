@@ -13,7 +13,8 @@
 //     a half waves of blocks, a group of lanes each.
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned (8-byte ones for wide fp16 and bf16 sums); long
-//     columns split over blocks.
+//     columns, and short ones where the tiles leave the device short of blocks, split over
+//     blocks.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them

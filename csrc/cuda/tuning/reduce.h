@@ -85,15 +85,16 @@ constexpr int64_t kVectorRowVectorsPerThread = 2;
 // (fewer where fewer are resident): 4 x 256 threads x 4 (or kColFloatLoadsInFlight) x 16 bytes
 // in flight per SM, where 2 left the mid-dim fp32 sums 2-3% slower and 3 gained nothing.
 constexpr int64_t kMinRowsPerThread = 16;
-// Where that leaves the device short of blocks, a quarter of the SMs or fewer (narrow columns of
+constexpr int kColBlocksPerSm = 4;
+// Where that leaves the device short of blocks, at most sms / kColShortOfBlocks (narrow columns of
 // small inputs: bf16 8192 x 64 took 16 blocks for 132 SMs, 6.4 us against torch.compile's 3.3),
 // the split goes on down to kColShortRowsPerThread rows a thread, up to about a block per SM (6.4
-// -> 4.7). Not where half the SMs or more had a block: 128 -> 132 blocks took bf16 65536 x 64 from
-// 9.0 to 10.4 us, 64 -> 132 fp32 4096 x 256 from 5.9 to 6.7 (docs/PERFORMANCE.md: "Narrow
-// columns"). Measured on kernels of 4 loads in flight, whose batch these 4 rows fill.
+// -> 4.7). Not where about half the SMs had a block or more: 128 -> 132 blocks took bf16 65536 x
+// 64 from 8.9 to 10.3 us, 64 -> 132 fp32 4096 x 256 from 5.9 to 6.6 (docs/PERFORMANCE.md: "Narrow
+// columns"; no grid of 34 to 63 blocks measured). Measured on kernels of 4 loads in flight, whose
+// batch these 4 rows fill; the kernels of 8 and the fp64, integer and complex sums, not timed.
 constexpr int64_t kColShortRowsPerThread = 4;
 constexpr int kColShortOfBlocks = 4;
-constexpr int kColBlocksPerSm = 4;
 // 16-byte loads in flight per thread in column sums of fp32 rows of 32 vectors or more (32
 // lanes): 8, where 4 left the (32, 4096, 128) and 4096^2 sums 0.6 us slower (docs/PERFORMANCE.md).
 // The kernel then takes 64 registers (sm_90; 48 with 4), so 4 blocks of 256 are resident per SM,
