@@ -29,6 +29,9 @@ CASES = [
     ((3, 3001, 130), 1), ((4, 2000, 128), 1), ((400, 8191), 1), ((300, 5000), -1),
     # narrow columns of a few rows a thread, split further where the device is short of blocks
     ((4100, 96), 0),
+    # short columns of many slabs, a thread per 16-byte vector of columns (scalar columns where a
+    # slab's row is not whole vectors: 7 columns, and 8 of 1-byte types)
+    ((5000, 3, 8), 1), ((6007, 5, 7), 1),
 ]
 
 
@@ -348,10 +351,10 @@ def test_half_columns_fallback_has_headroom(kernel):
 def test_infinite_sums_stay_infinite(device, dtype):
     """An infinity (or an overflow) early in a thread's compensated sum: inf, as torch says,
     not the NaN that inf - inf in the compensation would make. Every kernel: flat, split rows,
-    warp rows, columns (fp16 and bf16: the 8-byte columns of 300 and 128)."""
+    warp rows, columns (fp16 and bf16: the 8-byte columns of 300 and 128), short columns."""
     big = torch.finfo(dtype).max
     for shape, dim in ((((1 << 20) + 3,), None), ((3, 70_001), 1), ((500, 1000), 1),
-                       ((3001, 300), 0), ((4, 2000, 128), 1)):
+                       ((3001, 300), 0), ((4, 2000, 128), 1), ((6000, 8, 8), 1)):
         x = make_tensor(shape, dtype, device)
         first = (0,) * len(shape)
         for v in (math.inf, -math.inf):
@@ -384,13 +387,14 @@ def test_sums_of_negative_zeros_are_positive_zero(device, dtype):
     above its warps only because their +0 changes no such total). Every kernel: flat sums (the
     block, the vector runs, the generic runs), rows (the groups, below and past a warp's batch;
     the vector rows one vector a thread and looping, in blocks of 128 and 512 threads; the split
-    runs; the block rows), columns (scalar and vectorized, whole and split). Which kernel a shape
-    takes depends on the SM count; these are those of an H100 or H200 (132 SMs)."""
+    runs; the block rows), columns (scalar and vectorized, whole and split; short ones a thread
+    per vector of columns, and per column). Which kernel a shape takes depends on the SM count;
+    these are those of an H100 or H200 (132 SMs)."""
     for shape, dim in (((7,), None), ((4096,), None), ((1 << 20,), None), (((1 << 20) + 3,), None),
                        ((1001, 8), 1), ((4000, 512), 1), ((3, 260), 1), ((600, 1000), 1),
                        ((300, 5000), 1), ((4, (1 << 18) + 1), 1), ((400, 8191), 1),
                        ((3001, 300), 0), ((20, 30), 0), ((100, 128), 0), ((257, 144), 0),
-                       ((4, 2000, 128), 1)):
+                       ((4, 2000, 128), 1), ((6000, 3, 8), 1), ((6007, 5, 7), 1)):
         x = torch.full(shape, -0.0, dtype=dtype, device=device)
         got = smem_ops.sum(x, dim) if dim is not None else smem_ops.sum(x)
         want = x.sum(dim) if dim is not None else x.sum()
@@ -459,7 +463,13 @@ def test_cuda_over_2_31_elements():
     assert smem_ops.sum_of_squares(x).item() == n + 40
     rows = x[: 2**31 + 64].view(2, -1)  # each row > 2^30, two rows: row offsets pass 2^31
     assert smem_ops.sum(rows, 1).tolist() == [rows.shape[1]] * 2
-    del x, rows
+    # short columns (a thread per 16 columns) whose last slabs lie past 2^31
+    x[2**31 + 63] = 5
+    cols = smem_ops.sum(x[64 : 2**31 + 64].view(-1, 32, 64), 1)
+    assert cols.shape == (2**20, 64) and cols[-1, -1].item() == 36
+    cols[-1, -1] = 32
+    assert (cols == 32).all()
+    del x, rows, cols
     torch.cuda.empty_cache()
 
 

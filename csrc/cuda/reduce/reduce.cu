@@ -14,7 +14,8 @@
 //   reduce_cols_kernel (inner > 1, cols.cuh): a block per tile of adjacent columns, 16-byte
 //     vectors of them where rows are aligned (8-byte ones for wide fp16 and bf16 sums); long
 //     columns, and short ones where the tiles leave the device short of blocks, split over
-//     blocks.
+//     blocks. Where the tiles are many for their rows, reduce_short_cols_kernel
+//     (short_cols.cuh) instead: a thread per 16-byte vector of columns, down all the rows.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them
@@ -32,6 +33,7 @@
 #include "cuda/reduce/cols.cuh"
 #include "cuda/reduce/launch.h"
 #include "cuda/reduce/rows.cuh"
+#include "cuda/reduce/short_cols.cuh"
 #include "cuda/tuning/reduce.h"
 #include "reduce_element.h"
 
@@ -284,6 +286,21 @@ int col_width(const T* a, const T* b, int64_t inner) {
   return inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16) ? V : 1;
 }
 
+// Short columns (short_cols.cuh): a thread per 16-byte vector of a slab's row where the rows are
+// whole vectors from an aligned start, else per column.
+template <ReduceMap M, typename T, typename O>
+void launch_short_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
+                       bool streaming, cudaStream_t stream) {
+  constexpr int V = vec_width<T>();
+  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+  TORCH_INTERNAL_ASSERT(is_aligned(out, sizeof(Vec<O, V>)), "smem: unaligned column sums");
+  auto* kernel =
+      vectors ? reduce_short_cols_kernel<M, V, T, O> : reduce_short_cols_kernel<M, 1, T, O>;
+  const int64_t threads = outer * inner / (vectors ? V : 1);
+  kernel<<<block_per_item(ceil_div(threads, kBlockThreads)), kBlockThreads, 0, stream>>>(
+      a, b, out, outer, R, inner, streaming);
+}
+
 // The column kernel of `width` columns a lane (col_width) in `lanes` lanes across a row. 8-byte
 // vectors always fill 32 lanes (kColHalfMinColumns), and the fp16 and bf16 rows left to 16-byte
 // vectors are narrower than that, 8 lanes: their 16-byte kernel of 32 lanes is not compiled.
@@ -303,7 +320,8 @@ auto* cols_kernel(int width, int lanes) {
   return lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>;
 }
 
-// Column sums (inner > 1): 32 lanes across a row where each has a column, else 8.
+// Column sums (inner > 1): 32 lanes across a row where each has a column, else 8; columns of few
+// rows in many tiles a thread each (launch_short_cols).
 template <ReduceMap M, typename T, typename O>
 void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                  bool streaming, cudaStream_t stream) {
@@ -313,6 +331,10 @@ void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64
   const int lanes = inner / width >= 32 ? 32 : 8;
   auto* kernel = cols_kernel<M, T, O>(width, lanes);
   const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);
+  if (tiles >= kShortColMinTilesPerRow * R) {  // a block a tile would mostly idle (tuning/reduce.h)
+    launch_short_cols<M>(a, b, out, outer, R, inner, streaming, stream);
+    return;
+  }
   const int slices = kBlockThreads / lanes;
   int splits = choose_splits(kernel, tiles, R, slices * kMinRowsPerThread, kColBlocksPerSm);
   // Short of blocks because the rows ran out (tuning/reduce.h): thinner splits, up to a block

@@ -95,6 +95,12 @@ constexpr int kColBlocksPerSm = 4;
 // batch these 4 rows fill; the kernels of 8 and the fp64, integer and complex sums, not timed.
 constexpr int64_t kColShortRowsPerThread = 4;
 constexpr int kColShortOfBlocks = 4;
+// Column sums whose tiles (a block each) number at least kShortColMinTilesPerRow per row take a
+// thread per 16-byte vector of columns instead (short_cols.cuh): a block of 256 threads then had
+// a few rows, or a few columns, to add, and the tiles' blocks, not the bytes, set the time (bf16
+// (2^20, 2, 8) over dim 1 5.5 ms, against 20 us). Where the tiles are fewer, a thread's chain of
+// R / kLoadsInFlight round trips is the longer wait (docs/PERFORMANCE.md: "Short columns").
+constexpr int64_t kShortColMinTilesPerRow = 64;
 // 16-byte loads in flight per thread in column sums of fp32 rows of 32 vectors or more (32
 // lanes): 8, where 4 left the (32, 4096, 128) and 4096^2 sums 0.6 us slower (docs/PERFORMANCE.md).
 // The kernel then takes 64 registers (sm_90; 48 with 4), so 4 blocks of 256 are resident per SM,
