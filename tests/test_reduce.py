@@ -31,7 +31,9 @@ CASES = [
     ((4100, 96), 0),
     # short columns of many slabs, a thread per 16-byte vector of columns (scalar columns where a
     # slab's row is not whole vectors: 7 columns, and 8 of 1-byte types)
-    ((5000, 3, 8), 1), ((6007, 5, 7), 1),
+    ((6007, 5, 7), 1), ((5000, 3, 8), 1),
+    # narrow slabs a warp each (fp32, fp16, bf16 rows of 1 to 16 aligned vectors, 8 slabs per SM)
+    ((1200, 33, 8), 1), ((1100, 40, 16), 1),
 ]
 
 
@@ -278,6 +280,35 @@ def test_half_columns(device, dtype, shape, offset):
     assert special.sum() == 3 * (n // (shape[dim] * shape[-1]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(1200, 33, 8), (1100, 40, 16), (2000, 70, 4), (1056, 32, 64)],
+                         ids=str)
+@pytest.mark.parametrize("offset", [0, 1])
+def test_slab_warps(device, dtype, shape, offset):
+    """Many narrow slabs (on CUDA with 132 SMs, a warp each where the start is aligned: rows of 1
+    to 16 vectors, one row a lane to several, rows that end mid-warp; offset 1 the other
+    kernels): sums and sums of squares against float64, repeatable bits, and an infinity, a NaN
+    and opposite infinities in three columns of slab 0's rows."""
+    n = math.prod(shape)
+    x = make_tensor((n + offset,), dtype, device)[offset:].view(shape)
+    for square in (False, True):
+        fn = smem_ops.sum_of_squares if square else smem_ops.sum
+        terms = x.double() ** 2 if square else x.double()
+        out = fn(x, 1)
+        assert out.dtype == dtype
+        assert_compensated_close(out, terms.sum(1), terms.abs().sum(1), dtype)
+        assert torch.equal(fn(x, 1), out)
+    y = x.clone()
+    last, cols = shape[1] - 1, shape[2]
+    y[0, last, cols - 1] = math.inf
+    y[0, 1, 0] = math.nan
+    y[0, 0, cols // 2] = math.inf
+    y[0, last, cols // 2] = -math.inf
+    special = assert_same_specials(smem_ops.sum(y, 1), y.double().sum(1).to(dtype))
+    assert special.flatten().nonzero().flatten().tolist() == sorted({0, cols // 2, cols - 1})
+
+
 # fp16/bf16 column kernels with one split and the rows one thread adds, on CUDA: columns, the
 # step between a thread's rows (its block's row slices), and the start's offset in elements. The
 # 8-byte kernel (32 lanes x 8 slices), the 16-byte one of 8 lanes (x 32 slices; rows under 128
@@ -354,7 +385,8 @@ def test_infinite_sums_stay_infinite(device, dtype):
     warp rows, columns (fp16 and bf16: the 8-byte columns of 300 and 128), short columns."""
     big = torch.finfo(dtype).max
     for shape, dim in ((((1 << 20) + 3,), None), ((3, 70_001), 1), ((500, 1000), 1),
-                       ((3001, 300), 0), ((4, 2000, 128), 1), ((6000, 8, 8), 1)):
+                       ((3001, 300), 0), ((4, 2000, 128), 1), ((6000, 8, 8), 1),
+                       ((1200, 33, 8), 1)):
         x = make_tensor(shape, dtype, device)
         first = (0,) * len(shape)
         for v in (math.inf, -math.inf):
@@ -394,7 +426,8 @@ def test_sums_of_negative_zeros_are_positive_zero(device, dtype):
                        ((1001, 8), 1), ((4000, 512), 1), ((3, 260), 1), ((600, 1000), 1),
                        ((300, 5000), 1), ((4, (1 << 18) + 1), 1), ((400, 8191), 1),
                        ((3001, 300), 0), ((20, 30), 0), ((100, 128), 0), ((257, 144), 0),
-                       ((4, 2000, 128), 1), ((6000, 3, 8), 1), ((6007, 5, 7), 1)):
+                       ((4, 2000, 128), 1), ((6000, 3, 8), 1), ((6007, 5, 7), 1),
+                       ((1200, 33, 8), 1)):
         x = torch.full(shape, -0.0, dtype=dtype, device=device)
         got = smem_ops.sum(x, dim) if dim is not None else smem_ops.sum(x)
         want = x.sum(dim) if dim is not None else x.sum()
@@ -463,12 +496,12 @@ def test_cuda_over_2_31_elements():
     assert smem_ops.sum_of_squares(x).item() == n + 40
     rows = x[: 2**31 + 64].view(2, -1)  # each row > 2^30, two rows: row offsets pass 2^31
     assert smem_ops.sum(rows, 1).tolist() == [rows.shape[1]] * 2
-    # short columns (a thread per 16 columns) whose last slabs lie past 2^31
+    # short columns (a thread per 16 columns) whose last slab lies past 2^31
     x[2**31 + 63] = 5
-    cols = smem_ops.sum(x[64 : 2**31 + 64].view(-1, 32, 64), 1)
-    assert cols.shape == (2**20, 64) and cols[-1, -1].item() == 36
-    cols[-1, -1] = 32
-    assert (cols == 32).all()
+    cols = smem_ops.sum(x[: 2**31 + 64].view(-1, 4, 16), 1)
+    assert cols.shape == (2**25 + 1, 16) and cols[-1, -1].item() == 8
+    cols[-1, -1] = 4
+    assert (cols == 4).all()
     del x, rows, cols
     torch.cuda.empty_cache()
 

@@ -15,7 +15,8 @@
 //     vectors of them where rows are aligned (8-byte ones for wide fp16 and bf16 sums); long
 //     columns, and short ones where the tiles leave the device short of blocks, split over
 //     blocks. Where the tiles are many for their rows, reduce_short_cols_kernel
-//     (short_cols.cuh) instead: a thread per 16-byte vector of columns, down all the rows.
+//     (short_cols.cuh) instead: a thread per 16-byte vector of columns, down all the rows; and
+//     many slabs of rows of 1 to 16 vectors, reduce_slab_warps_kernel, a warp each.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them
@@ -286,21 +287,6 @@ int col_width(const T* a, const T* b, int64_t inner) {
   return inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16) ? V : 1;
 }
 
-// Short columns (short_cols.cuh): a thread per 16-byte vector of a slab's row where the rows are
-// whole vectors from an aligned start, else per column.
-template <ReduceMap M, typename T, typename O>
-void launch_short_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
-                       bool streaming, cudaStream_t stream) {
-  constexpr int V = vec_width<T>();
-  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
-  TORCH_INTERNAL_ASSERT(is_aligned(out, sizeof(Vec<O, V>)), "smem: unaligned column sums");
-  auto* kernel =
-      vectors ? reduce_short_cols_kernel<M, V, T, O> : reduce_short_cols_kernel<M, 1, T, O>;
-  const int64_t threads = outer * inner / (vectors ? V : 1);
-  kernel<<<block_per_item(ceil_div(threads, kBlockThreads)), kBlockThreads, 0, stream>>>(
-      a, b, out, outer, R, inner, streaming);
-}
-
 // The column kernel of `width` columns a lane (col_width) in `lanes` lanes across a row. 8-byte
 // vectors always fill 32 lanes (kColHalfMinColumns), and the fp16 and bf16 rows left to 16-byte
 // vectors are narrower than that, 8 lanes: their 16-byte kernel of 32 lanes is not compiled.
@@ -320,12 +306,14 @@ auto* cols_kernel(int width, int lanes) {
   return lanes == 32 ? reduce_cols_kernel<M, 1, 32, T, O> : reduce_cols_kernel<M, 1, 8, T, O>;
 }
 
-// Column sums (inner > 1): 32 lanes across a row where each has a column, else 8; columns of few
-// rows in many tiles a thread each (launch_short_cols).
+// Column sums (inner > 1): narrow slabs a warp each where they fill a wave (launch_slab_warps);
+// else 32 lanes across a row where each has a column, else 8; columns of few rows in many tiles a
+// thread each (launch_short_cols).
 template <ReduceMap M, typename T, typename O>
 void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                  bool streaming, cudaStream_t stream) {
   static_assert(M != ReduceMap::kProduct, "a dot is one row: no columns");
+  if (launch_slab_warps<M>(a, b, out, outer, R, inner, streaming, stream)) return;
   using A = acc_t<T>;
   const int width = col_width(a, b, inner);
   const int lanes = inner / width >= 32 ? 32 : 8;

@@ -1,10 +1,14 @@
-// Short column sums: many [R, inner] slabs, so a thread sums whole columns (V adjacent ones, a
-// 16-byte vector) down all R rows. The column kernel (cols.cuh) gives every tile of a slab a block
-// of 256 threads, whose row slices and lanes mostly idle where the slab's rows are few or narrow;
-// the blocks, not the bytes, then set the time. Here a warp's load covers 32 threads' vectors of
-// one row each: where a slab's row is narrower than a sector, the next rows' loads touch the same
-// sectors (L1 or L2 hits), so DRAM need read each byte only once.
+// Column sums of many small [R, inner] slabs, where the column kernel (cols.cuh) gives every tile
+// of a slab a block of 256 threads whose row slices and lanes mostly idle (few rows, or narrow
+// ones): the blocks, not the bytes, then set the time. Two kernels instead:
+//   reduce_short_cols_kernel: a thread sums whole columns (V adjacent ones, a 16-byte vector) down
+//     all R rows. A warp's load covers 32 threads' vectors of one row each; where a slab's row is
+//     narrower than a sector, the next rows' loads touch the same sectors.
+//   reduce_slab_warps_kernel: a warp per slab of rows of 1 to 16 vectors, its lanes across a row
+//     and down the rows, so that every lane loads; shuffles then add the lanes of each vector.
 #pragma once
+
+#include <c10/util/Exception.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -52,6 +56,111 @@ reduce_short_cols_kernel(const T* a, const T* b, O* out, int64_t outer, int64_t 
     for (int k = 0; k < V; ++k) sums.v[k] = static_cast<O>(acc[k].value());
     store_vec(reinterpret_cast<Vec<O, V>*>(out) + j, sums);
   }
+}
+
+// [outer, R, inner] of inner = p 16-byte vectors, p a power of two below a warp (fp32, fp16 and
+// bf16 sums and sums of squares): a warp per slab, its lane l on vector l % p of rows l / p, l / p
+// + 32 / p, ..., so that every lane loads and a warp reads 512 contiguous bytes. (The thread per
+// vector above has R loads in a row to wait for; the column kernel's 8 lanes per row idle where p
+// < 8.) The 32 / p lanes of each vector then fold their sums by shuffles, in a fixed order.
+template <ReduceMap M, typename T>
+__global__ void __launch_bounds__(kBlockThreads)
+reduce_slab_warps_kernel(const T* a, const T* b, T* out, int64_t outer, int64_t R, int p,
+                         bool streaming) {
+  static_assert(std::is_same_v<acc_t<T>, float>, "fp32, fp16 and bf16: float partials");
+  constexpr int V = vec_width<T>();
+  using VecT = Vec<T, V>;
+  const int lane = threadIdx.x % kWarpSize;
+  const int row_step = kWarpSize / p;
+  const int64_t inner = int64_t(p) * V;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarpSize);
+  // o is the same for the whole warp, so every lane reaches every shuffle
+  for (int64_t o = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpSize; o < outer;
+       o += warps) {
+    const int64_t base = o * R * inner + (lane % p) * V;
+    auto row_ptr = [&](const T* q, int64_t r) {
+      return reinterpret_cast<const VecT*>(q + base + r * inner);
+    };
+    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<float>> acc[V];
+    for_each_batched<kLoadsInFlight>(
+        lane / p, R, row_step,
+        [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
+        [&](const Pair<VecT>& v) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[k].add(map_element<M, float>(v.a.v[k], v.b.v[k]));
+        });
+    float sum[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) sum[k] = acc[k].value();
+    // lanes of one vector differ in the bits from p up: a butterfly over those leaves each with
+    // the same total (a + b == b + a)
+    for (int offset = kWarpSize / 2; offset >= p; offset /= 2)
+#pragma unroll
+      for (int k = 0; k < V; ++k) sum[k] = sum[k] + __shfl_xor_sync(0xffffffffu, sum[k], offset);
+    if (lane < p) {
+      Vec<T, V> sums;
+#pragma unroll
+      for (int k = 0; k < V; ++k) sums.v[k] = static_cast<T>(sum[k]);
+      store_vec(reinterpret_cast<Vec<T, V>*>(out + o * inner) + lane, sums);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- launches (reduce.cu)
+
+// Short columns: a thread per 16-byte vector of a slab's row where the rows are whole vectors
+// from an aligned start, else (odd widths, unaligned starts) per column.
+template <ReduceMap M, typename T, typename O>
+void launch_short_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
+                       bool streaming, cudaStream_t stream) {
+  constexpr int V = vec_width<T>();
+  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+  TORCH_INTERNAL_ASSERT(is_aligned(out, vectors ? sizeof(Vec<O, V>) : sizeof(O)),
+                        "smem: unaligned column sums");
+  auto* kernel =
+      vectors ? reduce_short_cols_kernel<M, V, T, O> : reduce_short_cols_kernel<M, 1, T, O>;
+  const int64_t threads = outer * inner / (vectors ? V : 1);
+  kernel<<<block_per_item(ceil_div(threads, kBlockThreads)), kBlockThreads, 0, stream>>>(
+      a, b, out, outer, R, inner, streaming);
+}
+
+// Narrow slabs a warp each: fp32, fp16 and bf16 sums and sums of squares of aligned rows of p =
+// 1, 2, 4, 8 or 16 16-byte vectors, with a row a lane at least, kSlabWarpsPerSm slabs per SM, and
+// fewer round trips to wait than a thread per vector (tuning/reduce.h). Returns whether it
+// launched.
+template <ReduceMap M, typename T, typename O>
+bool launch_slab_warps(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
+                       bool streaming, cudaStream_t stream) {
+  if constexpr (M != ReduceMap::kProduct && (std::is_same_v<T, float> || kHalfFloat<T>) &&
+                std::is_same_v<T, O>) {
+    constexpr int V = vec_width<T>();
+    const int64_t p = inner / V;
+    const int64_t sms = current_device_info().sm_count;
+    if (inner % V != 0 || !is_aligned(a, 16) || !is_aligned(b, 16) || p >= kWarpSize ||
+        (p & (p - 1)) != 0 || R * p < kWarpSize || outer < sms * kSlabWarpsPerSm)
+      return false;
+    // Both kernels wait out round trips in a row: waves of resident warps (threads) times the
+    // batches of kLoadsInFlight loads a lane has per slab (a thread per column). A warp's round
+    // also shuffles and stores: the warps only where they take kSlabWarpRoundCost times fewer.
+    constexpr int kWarpsPerBlock = kBlockThreads / kWarpSize;
+    const int64_t resident_warps =
+        sms * kWarpsPerBlock *
+        resident_blocks_per_sm(reduce_slab_warps_kernel<M, T>, kBlockThreads);
+    const int64_t resident_threads =
+        sms * kBlockThreads *
+        resident_blocks_per_sm(reduce_short_cols_kernel<M, V, T, O>, kBlockThreads);
+    const int64_t warp_rounds = ceil_div(outer, resident_warps) *
+                                ceil_div(ceil_div(R * p, kWarpSize), int64_t(kLoadsInFlight));
+    const int64_t thread_rounds =
+        ceil_div(outer * p, resident_threads) * ceil_div(R, int64_t(kLoadsInFlight));
+    if (kSlabWarpRoundCost * warp_rounds > thread_rounds) return false;
+    TORCH_INTERNAL_ASSERT(is_aligned(out, 16), "smem: unaligned column sums");
+    reduce_slab_warps_kernel<M, T>
+        <<<block_per_item(ceil_div(outer, kWarpsPerBlock)), kBlockThreads, 0, stream>>>(
+            a, b, out, outer, R, static_cast<int>(p), streaming);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
