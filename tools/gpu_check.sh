@@ -28,7 +28,8 @@ GPU_TESTS=(tests -m cuda)
 # <short>, 17 int16 bins = 34 bytes, a 4-byte read at byte 32), and memcheck stops there.
 SAN_SKIP="not over_2_31 and not wrap_exactly and not pattern_table_exact"
 SAN_SKIP+=" and not (histc_matches_torch_exactly and (int8 or int16))"
-SAN_TESTS=(tests/test_reduce.py tests/test_reduce_rows.py tests/test_transpose.py tests/test_histc.py
+SAN_TESTS=(tests/test_reduce.py tests/test_reduce_rows.py tests/test_reduce_columns.py
+           tests/test_transpose.py tests/test_histc.py
            tests/test_histc_kernels.py tests/test_cuda.py tests/test_batched_histc.py
            tests/test_histogram_count.py tests/test_dropin.py)
 

@@ -93,7 +93,8 @@ reduce_slab_warps_kernel(const T* a, const T* b, T* out, int64_t outer, int64_t 
 #pragma unroll
     for (int k = 0; k < V; ++k) sum[k] = acc[k].value();
     // lanes of one vector differ in the bits from p up: a butterfly over those leaves each with
-    // the same total (a + b == b + a)
+    // the same total (a + b == b + a). Plain float adds, as the column kernel's slices: a partial
+    // past the float maximum is inf even where the lanes' total is not.
     for (int offset = kWarpSize / 2; offset >= p; offset /= 2)
 #pragma unroll
       for (int k = 0; k < V; ++k) sum[k] = sum[k] + __shfl_xor_sync(0xffffffffu, sum[k], offset);
@@ -140,7 +141,7 @@ bool launch_slab_warps(const T* a, const T* b, O* out, int64_t outer, int64_t R,
         (p & (p - 1)) != 0 || R * p < kWarpSize || outer < sms * kSlabWarpsPerSm)
       return false;
     // Both kernels wait out round trips in a row: waves of resident warps (threads) times the
-    // batches of kLoadsInFlight loads a lane has per slab (a thread per column). A warp's round
+    // batches of kLoadsInFlight loads a lane has per slab (a thread per vector). A warp's round
     // also shuffles and stores: the warps only where they take kSlabWarpRoundCost times fewer.
     constexpr int kWarpsPerBlock = kBlockThreads / kWarpSize;
     const int64_t resident_warps =
