@@ -228,8 +228,9 @@ def test_cpu_column_sums_follow_one_tree(dtype, shape):
 def test_short_column_kernels(shape, kernel):
     """bf16 sums over dim 1 of many slabs take the kernel named, on any GPU of 32 to 1024 SMs:
     64 tiles per row or more a thread per vector (rows of 1 vector and 7 columns, 2 and 5 rows);
-    8192 slabs of 128 rows of 1 vector a warp each (8 slabs per SM, and a wave of warps with one
-    batch a lane against a thread's 32 batches)."""
+    8192 slabs of 128 rows of 1 vector a warp each (8 slabs per SM or more, and one batch a lane
+    per slab against a thread's 32, in at most 16 waves of warps: both bounds exact at the ends
+    of that range, with the warp kernel's 2 blocks per SM)."""
     x = make_tensor(shape, torch.bfloat16, "cuda")
     names = " ".join(cuda_kernels(lambda: smem_ops.sum(x, 1)))
     assert kernel in names, names

@@ -4,8 +4,9 @@
 //   reduce_short_cols_kernel: a thread sums whole columns (V adjacent ones, a 16-byte vector) down
 //     all R rows. A warp's load covers 32 threads' vectors of one row each; where a slab's row is
 //     narrower than a sector, the next rows' loads touch the same sectors.
-//   reduce_slab_warps_kernel: a warp per slab of rows of 1 to 16 vectors, its lanes across a row
-//     and down the rows, so that every lane loads; shuffles then add the lanes of each vector.
+//   reduce_slab_warps_kernel: a warp per slab of rows of 1, 2, 4, 8 or 16 vectors, its lanes
+//     across a row and down the rows, so that every lane loads; shuffles then add the lanes of
+//     each vector.
 #pragma once
 
 #include <c10/util/Exception.h>

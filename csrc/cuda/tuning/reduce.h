@@ -101,10 +101,10 @@ constexpr int kColShortOfBlocks = 4;
 // (2^20, 2, 8) over dim 1 5.5 ms, against 20 us). Where the tiles are fewer, a thread's chain of
 // R / kLoadsInFlight round trips is the longer wait (docs/PERFORMANCE.md: "Short columns").
 constexpr int64_t kShortColMinTilesPerRow = 64;
-// Column sums of slabs whose rows are 1 to 16 16-byte vectors (fp32, fp16, bf16) take a warp per
-// slab (short_cols.cuh) where there are at least kSlabWarpsPerSm slabs per SM and a row for every
-// lane: the column kernel's 8 lanes per row idle below 8 vectors, and a thread per vector waits
-// out R loads in a row. Not where the warps' waves of round trips are more than 1 /
+// Column sums of slabs whose rows are 1, 2, 4, 8 or 16 16-byte vectors (fp32, fp16, bf16) take a
+// warp per slab (short_cols.cuh) where there are at least kSlabWarpsPerSm slabs per SM and a row
+// for every lane: the column kernel's 8 lanes per row idle below 8 vectors, and a thread per
+// vector waits out R loads in a row. Not where the warps' waves of round trips are more than 1 /
 // kSlabWarpRoundCost of the threads' (many slabs of few rows a lane: bf16 (32768, 64, 8), 20.4 us
 // a thread per vector, 36.4 a warp per slab; docs/PERFORMANCE.md: "Short columns").
 constexpr int64_t kSlabWarpsPerSm = 8;
