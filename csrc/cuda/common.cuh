@@ -119,6 +119,13 @@ __host__ __device__ inline int64_t unaligned_head(const T* p, int64_t n) {
   return std::min<int64_t>(n, ((16 - reinterpret_cast<uintptr_t>(p) % 16) % 16) / sizeof(T));
 }
 
+// Whether rows of n elements laid back to back from p all start on a 16-byte boundary and hold
+// whole 16-byte vectors: the vector loops' rows, with no scalar head or tail.
+template <typename T>
+inline bool whole_vector_rows(const T* p, int64_t n) {
+  return n % vec_width<T>() == 0 && is_aligned(p, 16);
+}
+
 // A load that skips L1: used to read what other blocks wrote in this launch.
 template <typename T>
 __device__ inline T load_from_l2(const T* p) {

@@ -46,7 +46,6 @@ __global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
     reduce_cols_kernel(const T* a, const T* b, O* out, acc_t<T>* partial, unsigned* done,
                        int64_t outer, int64_t R, int64_t inner, int splits, bool streaming) {
   using A = acc_t<T>;
-  using VecT = Vec<T, V>;
   constexpr int kSlices = kBlockThreads / kLanes;  // row slices per block
   constexpr int kTileCols = kLanes * V;
   constexpr int kInFlight = col_half_words<T, V>() ? kColHalfLoadsInFlight
@@ -108,19 +107,10 @@ __global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
     // this lane's first column; the host makes inner a multiple of V, so all V exist or none
     const int64_t c = (tile % col_tiles) * kTileCols + threadIdx.x * V;
     const int64_t base = o * R * inner + c;
-    auto row_ptr = [&](const T* p, int64_t r) {
-      return reinterpret_cast<const VecT*>(p + base + r * inner);
-    };
-    // fp16 and bf16 columns are issue-bound (common.cuh)
-    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<A>> acc[V];
+    ColumnAccumulator<T> acc[V];
     if (c < inner)
-      for_each_batched<kInFlight>(
-          blockIdx.y * run + threadIdx.y, r_end, kSlices,
-          [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
-          [&](const Pair<VecT>& v) {
-#pragma unroll
-            for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(v.a.v[k], v.b.v[k]));
-          });
+      add_column_rows<kInFlight, M>(acc, a, b, base, inner, blockIdx.y * run + threadIdx.y, r_end,
+                                    kSlices, streaming);
     A v[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) v[k] = acc[k].value();

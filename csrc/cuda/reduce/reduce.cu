@@ -114,13 +114,6 @@ template <ReduceMap M, typename T>
 inline constexpr bool kVectorKernels =
     M != ReduceMap::kProduct && (std::is_same_v<T, float> || kHalfFloat<T>);
 
-// Whether rows of length R starting at `a` are the vector kernels' rows: aligned, and whole
-// 16-byte vectors, so every row starts on a vector and needs no head or tail.
-template <typename T>
-bool whole_vector_rows(const T* a, int64_t R) {
-  return R % vec_width<T>() == 0 && is_aligned(a, 16);
-}
-
 // How many contiguous runs each of `rows` rows of length R is split into: one per `run_bytes`
 // (kRunBytes, kVectorRunBytes), within kRunBlocksPerSm to kRunMaxBlocksPerSm blocks per SM in
 // all, rounded down to a power of two, each thread at least kMinVectorsPerThread vectors
@@ -273,18 +266,15 @@ void launch_row_runs(const T* a, const T* b, O* out, int64_t rows, int64_t R, in
                                            tickets_at_start(kernel, kRunThreads, splits, rows));
 }
 
-// Columns a lane sums of rows of `inner` at `a` and `b` (b is a: dots never reach the columns):
-// one vector wherever every row starts aligned to it. 8 bytes (kColHalfWidth columns) for fp16 and
-// bf16 sums and sums of squares of at least kColHalfMinColumns (why: tuning/reduce.h); 16 bytes
-// for the rest; else 1.
+// Columns a lane sums of rows of `inner` at `a`: one vector wherever every row starts aligned to
+// it. 8 bytes (kColHalfWidth columns) for fp16 and bf16 sums and sums of squares of at least
+// kColHalfMinColumns (why: tuning/reduce.h); 16 bytes for the rest; else 1.
 template <typename T>
-int col_width(const T* a, const T* b, int64_t inner) {
+int col_width(const T* a, int64_t inner) {
   if constexpr (kHalfFloat<T>)
-    if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8) &&
-        is_aligned(b, 8))
+    if (inner >= kColHalfMinColumns && inner % kColHalfWidth == 0 && is_aligned(a, 8))
       return kColHalfWidth;
-  constexpr int V = vec_width<T>();
-  return inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16) ? V : 1;
+  return whole_vector_rows(a, inner) ? vec_width<T>() : 1;
 }
 
 // The column kernel of `width` columns a lane (col_width) in `lanes` lanes across a row. 8-byte
@@ -313,9 +303,12 @@ template <ReduceMap M, typename T, typename O>
 void launch_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                  bool streaming, cudaStream_t stream) {
   static_assert(M != ReduceMap::kProduct, "a dot is one row: no columns");
+  // b is a (a sum or a sum of squares): the kernels below read only a, and only a's alignment
+  // picks their vectors
+  TORCH_INTERNAL_ASSERT(a == b, "smem: column sums of one input");
   if (launch_slab_warps<M>(a, b, out, outer, R, inner, streaming, stream)) return;
   using A = acc_t<T>;
-  const int width = col_width(a, b, inner);
+  const int width = col_width(a, inner);
   const int lanes = inner / width >= 32 ? 32 : 8;
   auto* kernel = cols_kernel<M, T, O>(width, lanes);
   const int64_t tiles = outer * ceil_div(inner, int64_t(lanes) * width);

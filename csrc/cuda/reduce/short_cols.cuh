@@ -31,31 +31,20 @@ template <ReduceMap M, int V, typename T, typename O>
 __global__ void __launch_bounds__(kBlockThreads)
 reduce_short_cols_kernel(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                          bool streaming) {
-  using A = acc_t<T>;
-  using VecT = Vec<T, V>;
   const int64_t vectors_per_slab = inner / V;
   const int64_t vectors = outer * vectors_per_slab;
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < vectors;
        j += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = j / vectors_per_slab;
-    const int64_t base = o * R * inner + (j - o * vectors_per_slab) * V;
-    auto row_ptr = [&](const T* p, int64_t r) {
-      return reinterpret_cast<const VecT*>(p + base + r * inner);
-    };
-    // the column kernel's accumulators: fp16 and bf16 sums are issue-bound (common.cuh)
-    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<A>> acc[V];
-    for_each_batched<kLoadsInFlight>(
-        0, R, 1, [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
-        [&](const Pair<VecT>& v) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) acc[k].add(map_element<M, A>(v.a.v[k], v.b.v[k]));
-        });
+    ColumnAccumulator<T> acc[V];
+    add_column_rows<kLoadsInFlight, M>(acc, a, b, o * R * inner + (j - o * vectors_per_slab) * V,
+                                       inner, 0, R, 1, streaming);
     // one store of the V outputs (out is a fresh allocation: launch_short_cols checks it), so a
     // warp writes its outputs contiguously
-    Vec<O, V> sums;
+    Vec<O, V> outputs;
 #pragma unroll
-    for (int k = 0; k < V; ++k) sums.v[k] = static_cast<O>(acc[k].value());
-    store_vec(reinterpret_cast<Vec<O, V>*>(out) + j, sums);
+    for (int k = 0; k < V; ++k) outputs.v[k] = static_cast<O>(acc[k].value());
+    store_vec(reinterpret_cast<Vec<O, V>*>(out) + j, outputs);
   }
 }
 
@@ -70,7 +59,6 @@ reduce_slab_warps_kernel(const T* a, const T* b, T* out, int64_t outer, int64_t 
                          bool streaming) {
   static_assert(std::is_same_v<acc_t<T>, float>, "fp32, fp16 and bf16: float partials");
   constexpr int V = vec_width<T>();
-  using VecT = Vec<T, V>;
   const int lane = threadIdx.x % kWarpSize;
   const int row_step = kWarpSize / p;
   const int64_t inner = int64_t(p) * V;
@@ -78,18 +66,9 @@ reduce_slab_warps_kernel(const T* a, const T* b, T* out, int64_t outer, int64_t 
   // o is the same for the whole warp, so every lane reaches every shuffle
   for (int64_t o = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpSize; o < outer;
        o += warps) {
-    const int64_t base = o * R * inner + (lane % p) * V;
-    auto row_ptr = [&](const T* q, int64_t r) {
-      return reinterpret_cast<const VecT*>(q + base + r * inner);
-    };
-    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<float>> acc[V];
-    for_each_batched<kLoadsInFlight>(
-        lane / p, R, row_step,
-        [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
-        [&](const Pair<VecT>& v) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) acc[k].add(map_element<M, float>(v.a.v[k], v.b.v[k]));
-        });
+    ColumnAccumulator<T> acc[V];
+    add_column_rows<kLoadsInFlight, M>(acc, a, b, o * R * inner + (lane % p) * V, inner, lane / p,
+                                       R, row_step, streaming);
     float sum[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) sum[k] = acc[k].value();
@@ -100,10 +79,10 @@ reduce_slab_warps_kernel(const T* a, const T* b, T* out, int64_t outer, int64_t 
 #pragma unroll
       for (int k = 0; k < V; ++k) sum[k] = sum[k] + __shfl_xor_sync(0xffffffffu, sum[k], offset);
     if (lane < p) {
-      Vec<T, V> sums;
+      Vec<T, V> outputs;
 #pragma unroll
-      for (int k = 0; k < V; ++k) sums.v[k] = static_cast<T>(sum[k]);
-      store_vec(reinterpret_cast<Vec<T, V>*>(out + o * inner) + lane, sums);
+      for (int k = 0; k < V; ++k) outputs.v[k] = static_cast<T>(sum[k]);
+      store_vec(reinterpret_cast<Vec<T, V>*>(out + o * inner) + lane, outputs);
     }
   }
 }
@@ -116,7 +95,7 @@ template <ReduceMap M, typename T, typename O>
 void launch_short_cols(const T* a, const T* b, O* out, int64_t outer, int64_t R, int64_t inner,
                        bool streaming, cudaStream_t stream) {
   constexpr int V = vec_width<T>();
-  const bool vectors = inner % V == 0 && is_aligned(a, 16) && is_aligned(b, 16);
+  const bool vectors = whole_vector_rows(a, inner);  // b is a (launch_cols)
   TORCH_INTERNAL_ASSERT(is_aligned(out, vectors ? sizeof(Vec<O, V>) : sizeof(O)),
                         "smem: unaligned column sums");
   auto* kernel =
@@ -138,8 +117,8 @@ bool launch_slab_warps(const T* a, const T* b, O* out, int64_t outer, int64_t R,
     constexpr int V = vec_width<T>();
     const int64_t p = inner / V;
     const int64_t sms = current_device_info().sm_count;
-    if (inner % V != 0 || !is_aligned(a, 16) || !is_aligned(b, 16) || p >= kWarpSize ||
-        (p & (p - 1)) != 0 || R * p < kWarpSize || outer < sms * kSlabWarpsPerSm)
+    if (!whole_vector_rows(a, inner) || p >= kWarpSize || (p & (p - 1)) != 0 || R * p < kWarpSize ||
+        outer < sms * kSlabWarpsPerSm)
       return false;
     // Both kernels wait out round trips in a row: waves of resident warps (threads) times the
     // batches of kLoadsInFlight loads a lane has per slab (a thread per vector). A warp's round

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "cuda/tuning/reduce.h"
@@ -37,6 +38,32 @@ __device__ inline Pair<VecT> load_pair(const VecT* pa, const VecT* pb, bool stre
   if constexpr (M == ReduceMap::kProduct) v.b = load_once(pb, streaming);
   else v.b = v.a;
   return v;
+}
+
+// What one thread of a column kernel (cols.cuh, short_cols.cuh) sums each of its V adjacent
+// columns in. fp16 and bf16 column sums are issue-bound (common.cuh): their Kahan steps go
+// unguarded.
+template <typename T>
+using ColumnAccumulator =
+    std::conditional_t<kHalfFloat<T>, UnguardedCompensatedAccumulator, Accumulator<acc_t<T>>>;
+
+// Adds rows first, first + step, ... below end of the V columns at a + base (row r at a + base +
+// r * inner) to acc, one vector of V columns a row, in row order, kInFlight loads in flight.
+template <int kInFlight, ReduceMap M, typename T, int V>
+__device__ inline void add_column_rows(ColumnAccumulator<T> (&acc)[V], const T* a, const T* b,
+                                       int64_t base, int64_t inner, int64_t first, int64_t end,
+                                       int64_t step, bool streaming) {
+  using VecT = Vec<T, V>;
+  auto row_ptr = [&](const T* p, int64_t r) {
+    return reinterpret_cast<const VecT*>(p + base + r * inner);
+  };
+  for_each_batched<kInFlight>(
+      first, end, step,
+      [&](int64_t r) { return load_pair<M>(row_ptr(a, r), row_ptr(b, r), streaming); },
+      [&](const Pair<VecT>& v) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k].add(map_element<M, acc_t<T>>(v.a.v[k], v.b.v[k]));
+      });
 }
 
 // Sum of partials p[s], s = t, t + stride, ... below n, that other blocks of this launch
