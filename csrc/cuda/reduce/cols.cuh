@@ -35,6 +35,13 @@ constexpr int col_min_blocks() {
   return col_half_words<T, V>() ? kColBlocksPerSm : 0;
 }
 
+// Scalar loads in flight a thread where a lane sums one column (tuning/reduce.h).
+template <typename T>
+constexpr int col_scalar_loads_in_flight() {
+  return std::max<int>(kLoadsInFlight,
+                       std::min<int>(kColScalarLoadsInFlight, kColScalarBytesInFlight / sizeof(T)));
+}
+
 // [outer, R, inner] with inner > 1. Block (kLanes, kSlices) owns kLanes * V adjacent columns
 // of one outer index, V per lane: one 16-byte vector where the rows allow it, so a warp reads
 // 512 contiguous bytes of a row per load (kLanes == 32), or 128 bytes of each of 4 rows where
@@ -51,7 +58,8 @@ __global__ void __launch_bounds__(kBlockThreads, col_min_blocks<T, V>())
   constexpr int kInFlight = col_half_words<T, V>() ? kColHalfLoadsInFlight
                             : std::is_same_v<T, float> && V == 4 && kLanes == 32
                                 ? kColFloatLoadsInFlight
-                                : kLoadsInFlight;
+                            : V == 1 ? col_scalar_loads_in_flight<T>()
+                                     : kLoadsInFlight;
   // Where a block has 32 slices (kLanes == 8), its 8 writers adding them all (32 x V values
   // each) were the block's tail, so every thread first adds V consecutive slices of one
   // column, and each writer then adds the kGroups group sums of its V columns, in group order.

@@ -116,6 +116,14 @@ constexpr int64_t kSlabWarpRoundCost = 2;
 // SM. Not for 8 lanes (fp32 (32, 8192, 64) 0.8 us slower), bf16 rows (8192^2 bf16 several us
 // slower) or scalar columns (not measured).
 constexpr int kColFloatLoadsInFlight = 8;
+// Loads in flight per thread in column sums of one column a lane (rows not of whole 16-byte
+// vectors, or unaligned): scalar loads, kColScalarLoadsInFlight of them but at most
+// kColScalarBytesInFlight bytes (and at least kLoadsInFlight loads). kLoadsInFlight left a thread
+// 8 bytes of 16-bit columns in flight, and the round trips set the time; on an H200
+// 2-byte elements were fastest with 16 loads (32 bytes; 32 loads were slower), 4-byte with 16
+// (64 bytes; 8 were slower), 8-byte with 8 (docs/PERFORMANCE.md: "Scalar columns").
+constexpr int kColScalarLoadsInFlight = 16;
+constexpr int kColScalarBytesInFlight = 64;
 // fp16 and bf16 sums and sums of squares over columns of rows of at least kColHalfMinColumns
 // (32 lanes' worth): 8-byte vectors of kColHalfWidth columns, kColHalfLoadsInFlight loads in
 // flight, kColBlocksPerSm blocks per SM (64 registers; bf16 spills 12 bytes since its sums
