@@ -16,7 +16,7 @@
 //     columns, and short ones where the tiles leave the device short of blocks, split over
 //     blocks. Where the tiles are many for their rows, reduce_short_cols_kernel
 //     (short_cols.cuh) instead: a thread per 16-byte vector of columns, down all the rows; and
-//     many slabs of rows of 1 to 16 vectors, reduce_slab_warps_kernel, a warp each.
+//     many slabs of rows of 1, 2, 4, 8 or 16 vectors, reduce_slab_warps_kernel, a warp each.
 // Split results are combined on the device, with no float atomics: each block writes its
 // partial, and the block with the last ticket (an integer counter) sums the partials in block
 // order. Split float rows take their tickets as they start where no block waits behind them

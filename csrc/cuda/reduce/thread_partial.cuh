@@ -1,6 +1,7 @@
 // What one thread sums: its share of map(a[i], b[i]) over a contiguous run, read in 16-byte
 // vectors with kInFlight loads in flight, accumulated in the accumulate type (compensated for
-// fp32/fp64); and the sum of partials other blocks left in L2.
+// fp32/fp64); a column kernel's thread's rows of V columns (add_column_rows); and the sum of
+// partials other blocks left in L2.
 #pragma once
 
 #include <cstdint>

@@ -83,7 +83,8 @@ constexpr int64_t kVectorRowVectorsPerThread = 2;
 // Column sums: a thread sums at least this many rows, and the rows are split over blocks
 // (each a contiguous run of rows) only until the device has kColBlocksPerSm blocks per SM
 // (fewer where fewer are resident): 4 x 256 threads x 4 (or kColFloatLoadsInFlight) x 16 bytes
-// in flight per SM, where 2 left the mid-dim fp32 sums 2-3% slower and 3 gained nothing.
+// in flight per SM (scalar columns: kColScalarLoadsInFlight loads), where 2 left the mid-dim fp32
+// sums 2-3% slower and 3 gained nothing.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int kColBlocksPerSm = 4;
 // Where that leaves the device short of blocks, at most sms / kColShortOfBlocks (narrow columns of
@@ -92,7 +93,8 @@ constexpr int kColBlocksPerSm = 4;
 // -> 4.7). Not where about half the SMs had a block or more: 128 -> 132 blocks took bf16 65536 x
 // 64 from 8.9 to 10.3 us, 64 -> 132 fp32 4096 x 256 from 5.9 to 6.6 (docs/PERFORMANCE.md: "Narrow
 // columns"; no grid of 34 to 63 blocks measured). Measured on kernels of 4 loads in flight, whose
-// batch these 4 rows fill; the kernels of 8 and the fp64, integer and complex sums, not timed.
+// batch these 4 rows fill; the kernels of 8 and 16 (kColFloatLoadsInFlight, kColHalfLoadsInFlight,
+// kColScalarLoadsInFlight) and the fp64, integer and complex sums, not timed.
 constexpr int64_t kColShortRowsPerThread = 4;
 constexpr int kColShortOfBlocks = 4;
 // Column sums whose tiles (a block each) number at least kShortColMinTilesPerRow per row take a
@@ -100,6 +102,8 @@ constexpr int kColShortOfBlocks = 4;
 // a few rows, or a few columns, to add, and the tiles' blocks, not the bytes, set the time (bf16
 // (2^20, 2, 8) over dim 1 5.5 ms, against 20 us). Where the tiles are fewer, a thread's chain of
 // R / kLoadsInFlight round trips is the longer wait (docs/PERFORMANCE.md: "Short columns").
+// Measured where both kernels' one-column lanes had kLoadsInFlight loads in flight; the column
+// kernel's now have kColScalarLoadsInFlight, and that crossover was not measured again.
 constexpr int64_t kShortColMinTilesPerRow = 64;
 // Column sums of slabs whose rows are 1, 2, 4, 8 or 16 16-byte vectors (fp32, fp16, bf16) take a
 // warp per slab (short_cols.cuh) where there are at least kSlabWarpsPerSm slabs per SM and a row
@@ -114,14 +118,15 @@ constexpr int64_t kSlabWarpRoundCost = 2;
 // The kernel then takes 64 registers (sm_90; 48 with 4), so 4 blocks of 256 are resident per SM,
 // not 5: that is still kColBlocksPerSm, but one register more would cost the splits a block per
 // SM. Not for 8 lanes (fp32 (32, 8192, 64) 0.8 us slower), bf16 rows (8192^2 bf16 several us
-// slower) or scalar columns (not measured).
+// slower) or scalar columns (kColScalarLoadsInFlight, below).
 constexpr int kColFloatLoadsInFlight = 8;
 // Loads in flight per thread in column sums of one column a lane (rows not of whole 16-byte
 // vectors, or unaligned): scalar loads, kColScalarLoadsInFlight of them but at most
 // kColScalarBytesInFlight bytes (and at least kLoadsInFlight loads). kLoadsInFlight left a thread
-// 8 bytes of 16-bit columns in flight, and the round trips set the time; on an H200
-// 2-byte elements were fastest with 16 loads (32 bytes; 32 loads were slower), 4-byte with 16
-// (64 bytes; 8 were slower), 8-byte with 8 (docs/PERFORMANCE.md: "Scalar columns").
+// 8 bytes of 16-bit columns in flight, and the round trips set the time. On an H200, 2-byte
+// elements took 16 loads (32 bytes; 32 loads were slower on 7 of 8 cases, 0.2 us faster on bf16
+// 4096 x 1001), 4-byte 16 (64 bytes; 8 were slower), 8-byte 8 (one fp64 case; 4 were slower);
+// 1-byte ones take 16, not compared against 32 (docs/PERFORMANCE.md: "Scalar columns").
 constexpr int kColScalarLoadsInFlight = 16;
 constexpr int kColScalarBytesInFlight = 64;
 // fp16 and bf16 sums and sums of squares over columns of rows of at least kColHalfMinColumns
