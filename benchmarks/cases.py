@@ -194,6 +194,10 @@ def sum_cases(sw: Sweep):
         dim_cases = dim_cases[:2]
     elif gpu:  # short rows: many of 32, many of 2048, a small batch of 4096
         dim_cases += [((1 << 20, 32), -1), ((32768, 2048), -1), ((64, 4096), -1)]
+        # columns of many small slabs (a thread per 16-byte vector; a warp per slab), and columns
+        # that are not whole vectors (a column a lane, scalar loads)
+        dim_cases += [((1 << 20, 2, 8), 1), ((8192, 128, 8), 1), ((512, 1000, 33), 1),
+                      ((8192, 8191), 0)]
     for shape, dim in dim_cases:
         for dtype in (torch.float32, torch.bfloat16):
             x = _randn(shape, dtype, sw)
